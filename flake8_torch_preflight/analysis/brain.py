@@ -1,0 +1,126 @@
+"""Install the packaged torch stubs into astroid and guard module lookup.
+
+``torch`` and every ``torch.*`` module resolve only to the stubs shipped in
+``flake8_torch_preflight/stubs``; a ``torch.*`` name without a stub is an import
+error (so it infers as Uninferable).  Third-party packages found under a
+``site-packages`` folder are refused too, so results never depend on what is
+installed; the standard library and the user's own modules stay readable.
+
+Nothing here imports torch.  ``install()`` is idempotent and cheap after the
+first call.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from importlib import resources
+from typing import Any, Dict, Optional
+
+from astroid import modutils
+from astroid.builder import AstroidBuilder
+from astroid.exceptions import AstroidImportError
+from astroid.manager import AstroidManager
+from astroid.nodes import Module
+
+#: Module name of every stub file, relative to ``stubs/``.
+_STUB_FILES = {
+    "torch": "torch/__init__.pyi",
+    "torch.nn": "torch/nn/__init__.pyi",
+    "torch.nn.functional": "torch/nn/functional.pyi",
+    "torch.nn.utils": "torch/nn/utils.pyi",
+    "torch.nn.init": "torch/nn/init.pyi",
+    "torch.nn.parallel": "torch/nn/parallel.pyi",
+    "torch.optim": "torch/optim/__init__.pyi",
+    "torch.optim.lr_scheduler": "torch/optim/lr_scheduler.pyi",
+    "torch.utils": "torch/utils/__init__.pyi",
+    "torch.utils.checkpoint": "torch/utils/checkpoint.pyi",
+    "torch.utils.data": "torch/utils/data/__init__.pyi",
+    "torch.utils.data.distributed": "torch/utils/data/distributed.pyi",
+    "torch.amp": "torch/amp.pyi",
+    "torch.cuda": "torch/cuda/__init__.pyi",
+    "torch.cuda.amp": "torch/cuda/amp.pyi",
+    "torch.autograd": "torch/autograd.pyi",
+    "torch.distributed": "torch/distributed/__init__.pyi",
+    "torch.distributed.fsdp": "torch/distributed/fsdp.pyi",
+}
+
+_STUBS: Dict[str, Module] = {}
+_ORIGINAL: Optional[Any] = None
+_THIRD_PARTY_MARKERS = ("site-packages", "dist-packages")
+
+
+def stub_root_path() -> str:
+    """Folder holding the stub files (used by tests to check where nodes come from)."""
+    return str(resources.files("flake8_torch_preflight") / "stubs")
+
+
+def _read_stub(relpath: str) -> str:
+    node = resources.files("flake8_torch_preflight") / "stubs"
+    for part in relpath.split("/"):
+        node = node / part
+    return node.read_text(encoding="utf-8")
+
+
+def _build_stubs(manager: AstroidManager) -> None:
+    builder = AstroidBuilder(manager)
+    root = stub_root_path()
+    for modname, relpath in _STUB_FILES.items():
+        manager.astroid_cache.pop(modname, None)
+        # A path that does not end in __init__ keeps the stub a plain module;
+        # submodules are bound explicitly by ``import torch.x as x`` lines.
+        path = os.path.join(root, relpath.replace("/", os.sep))
+        module = builder.string_build(_read_stub(relpath), modname, path)
+        _STUBS[modname] = module
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_third_party(modname: str, context_dir: str) -> bool:
+    """True when ``modname`` would be read from an installed distribution."""
+    top = modname.split(".")[0]
+    if modutils.is_stdlib_module(top):
+        return False
+    try:
+        spec = modutils.file_info_from_modpath(
+            modname.split("."), context_file=os.path.join(context_dir, "__init__.py") if context_dir else None
+        )
+    except Exception:  # not found anywhere: let astroid report it the usual way
+        return False
+    location = getattr(spec, "location", None) or ""
+    return any(marker in location for marker in _THIRD_PARTY_MARKERS)
+
+
+def _guarded_ast_from_module_name(
+    self: AstroidManager, modname: Optional[str], context_file: Optional[str] = None, use_cache: bool = True
+) -> Module:
+    if modname:
+        top = modname.split(".")[0]
+        if top == "torch":
+            stub = _STUBS.get(modname)
+            if stub is None:
+                raise AstroidImportError("no torch stub for {modname}", modname=modname)
+            return stub
+        if modname not in self.astroid_cache and _is_third_party(
+            modname, os.path.dirname(context_file) if context_file else ""
+        ):
+            raise AstroidImportError("third-party module {modname} is not read", modname=modname)
+    assert _ORIGINAL is not None
+    return _ORIGINAL(self, modname, context_file, use_cache)  # type: ignore[no-any-return]
+
+
+def install() -> None:
+    """Build the stubs once and route ``torch*`` imports to them.  Safe to call often."""
+    global _ORIGINAL
+    manager = AstroidManager()
+    if _ORIGINAL is None:
+        _ORIGINAL = AstroidManager.ast_from_module_name
+        AstroidManager.ast_from_module_name = _guarded_ast_from_module_name  # type: ignore[method-assign]
+    if not _STUBS:
+        _build_stubs(manager)
+    else:
+        for modname, module in _STUBS.items():
+            manager.astroid_cache.setdefault(modname, module)
+
+
+def stub_module(modname: str) -> Optional[Module]:
+    """The stub module for ``modname`` (after ``install()``), or None."""
+    return _STUBS.get(modname)

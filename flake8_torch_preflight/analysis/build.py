@@ -1,0 +1,169 @@
+"""One astroid build and one walk per file, shared by every entry-point class.
+
+flake8 builds each tree plugin once per file and hands all of them the same
+``tree`` object.  The first class to run builds the astroid module from the
+lines flake8 read, runs every selected rule in one walk, and keeps the
+findings keyed on that ``tree``; the other classes read their code's findings
+from this one-entry cache.
+"""
+from __future__ import annotations
+
+import re
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from astroid import nodes
+from astroid.builder import AstroidBuilder
+from astroid.exceptions import AstroidSyntaxError
+from astroid.manager import AstroidManager
+
+from . import brain
+from .walker import BudgetExceeded, walk
+
+#: Text that must appear before a file is worth an astroid build.  Beyond the
+#: word ``torch`` it holds the calls a helper module that only *receives* torch
+#: objects still makes (``loss.backward()``, ``optimizer.zero_grad()``).
+TORCH_MARKERS = re.compile(
+    r"torch|\.backward\(|zero_grad|DataLoader|autocast|GradScaler|lightning|transformers|accelerate|timm|\.cuda\("
+)
+
+#: Seconds one file's analysis may take before it is abandoned (its findings
+#: dropped, a note printed).  Measured: a 1000-deep call chain takes ~30 s of
+#: unbounded astroid inference; realistic training scripts take < 0.1 s.
+BUDGET_SECONDS = 5.0
+
+#: Private module name for checked files; ``string_build`` caches only the
+#: first module of a name, so the astroid cache does not grow per file.
+_MODNAME = "__tp_preflight_checked__"
+
+
+@dataclass
+class Settings:
+    """Options parsed from flake8 (see ``options.py``)."""
+
+    target_gpu: Optional[str] = None
+    gpu_memory: Optional[str] = None
+    selected: Optional[FrozenSet[str]] = None  # None = every code
+
+
+SETTINGS = Settings()
+
+
+@dataclass
+class FileContext:
+    """What every rule sees for one file."""
+
+    module: nodes.Module
+    filename: str
+    lines: Sequence[str]
+    settings: Settings
+    #: Memo shared by the analysis helpers for this file only.
+    memo: Dict[str, Any] = field(default_factory=dict)
+
+
+Findings = Dict[str, List[Tuple[int, int, str]]]
+_last: Optional[Tuple[object, str, Findings]] = None
+
+
+def findings_for(tree: object, filename: str, lines: Sequence[str], code: str) -> List[Tuple[int, int, str]]:
+    """Findings of ``code`` for this file, analysing the file on first request."""
+    global _last
+    if _last is None or _last[0] is not tree or _last[1] != filename:
+        _last = (tree, filename, analyse_file(filename, lines, SETTINGS))
+    return _last[2].get(code, [])
+
+
+def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Findings:
+    """Run every selected rule on one file; never raises."""
+    from ..rules import ALL_RULES  # rules import analysis, not the other way round at import time
+
+    rules = [r for r in ALL_RULES if settings.selected is None or r.code in settings.selected]
+    source = "".join(lines)
+    if not rules or not TORCH_MARKERS.search(source):
+        return {}
+    try:
+        with _time_budget(BUDGET_SECONDS):
+            return _analyse(filename, source, lines, settings, rules, time.monotonic() + BUDGET_SECONDS)
+    except BudgetExceeded:
+        _note(filename, "analysis", "took longer than {:.0f} s and was skipped".format(BUDGET_SECONDS))
+    except Exception as exc:  # never let one file abort the flake8 run
+        _note(filename, "analysis", "failed: {}: {}".format(type(exc).__name__, exc))
+    finally:
+        _reset_inference_caches()
+    return {}
+
+
+def _analyse(
+    filename: str, source: str, lines: Sequence[str], settings: Settings, rules: List[Any], deadline: float
+) -> Findings:
+    brain.install()
+    manager = AstroidManager()
+    try:
+        module = AstroidBuilder(manager).string_build(source, _MODNAME, filename)
+    except AstroidSyntaxError:
+        return {}  # flake8 reports E999 itself
+    except RecursionError:
+        return {}  # very long expressions overflow astroid's rebuilder; nothing to say
+    ctx = FileContext(module, filename, lines, settings)
+    instances = [rule(ctx) for rule in rules]
+    failures: Dict[str, BaseException] = {}
+    walk(module, instances, failures, deadline)
+    result: Findings = {}
+    for rule in instances:
+        if rule.code in failures:
+            exc = failures[rule.code]
+            _note(filename, rule.code, "failed: {}: {}".format(type(exc).__name__, exc))
+            continue
+        result[rule.code] = sorted(set(rule.findings))
+    return result
+
+
+def _note(filename: str, what: str, text: str) -> None:
+    """Make an internal problem visible without stopping flake8 (stderr, one line)."""
+    sys.stderr.write("flake8-torch-preflight: {} on {} {}; please report it\n".format(what, filename, text))
+
+
+def _reset_inference_caches() -> None:
+    try:
+        from astroid import context
+
+        context._invalidate_cache()
+    except Exception:  # pragma: no cover - internal API moved
+        pass
+    try:
+        from astroid.inference_tip import clear_inference_tip_cache
+
+        clear_inference_tip_cache()
+    except Exception:  # pragma: no cover
+        pass
+
+
+class _time_budget:
+    """SIGALRM-based wall-clock budget on POSIX main threads; a no-op elsewhere."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.active = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        self.previous: Any = None
+
+    def __enter__(self) -> "_time_budget":
+        if self.active:
+            try:
+                self.previous = signal.signal(signal.SIGALRM, _raise_budget)
+                signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            except (ValueError, OSError):  # pragma: no cover - embedded interpreters
+                self.active = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous if self.previous is not None else signal.SIG_DFL)
+
+
+def _raise_budget(signum: int, frame: object) -> None:
+    raise BudgetExceeded()

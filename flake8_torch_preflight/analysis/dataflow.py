@@ -1,0 +1,87 @@
+"""What a name or ``self.attr`` was assigned from, read syntactically in the file.
+
+astroid's inference follows values but forgets *how* they were made (a
+``softmax`` result infers to a plain ``Tensor``); rules that care about the
+producing expression use these helpers instead.  Every helper returns None
+when a binding is not a plain assignment (parameters, loop targets, unpacking,
+augmented assignment, ``global``): unknown means silence.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from astroid import nodes
+from astroid.exceptions import AstroidError
+
+#: Assignments looked at per name; more than this is treated as unknown.
+MAX_BINDINGS = 8
+
+
+def assigned_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
+    """Right-hand sides that may reach ``expr`` (a Name or ``self.attr``), or None when unknown."""
+    if isinstance(expr, nodes.Name):
+        return _name_values(expr)
+    if isinstance(expr, nodes.Attribute) and isinstance(expr.expr, nodes.Name) and expr.expr.name == "self":
+        return _self_attr_values(expr)
+    return None
+
+
+def _name_values(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+    try:
+        _, bindings = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return None
+    if not bindings or len(bindings) > MAX_BINDINGS:
+        return None
+    values: List[nodes.NodeNG] = []
+    for binding in bindings:
+        value = _value_of_binding(binding)
+        if value is None:
+            return None
+        values.append(value)
+    return values
+
+
+def _value_of_binding(binding: nodes.NodeNG) -> Optional[nodes.NodeNG]:
+    if not isinstance(binding, (nodes.AssignName, nodes.AssignAttr)):
+        return None
+    parent = binding.parent
+    if isinstance(parent, nodes.Assign) and binding in parent.targets:
+        return parent.value
+    if isinstance(parent, nodes.AnnAssign) and parent.target is binding and parent.value is not None:
+        return parent.value
+    if isinstance(parent, nodes.NamedExpr) and parent.target is binding:
+        return parent.value
+    return None
+
+
+def _self_attr_values(attr: nodes.Attribute) -> Optional[List[nodes.NodeNG]]:
+    func = attr.scope()
+    klass = func.parent.frame() if isinstance(func, nodes.FunctionDef) and func.parent is not None else None
+    if not isinstance(klass, nodes.ClassDef):
+        return None
+    values: List[nodes.NodeNG] = []
+    for method in klass.mymethods():
+        for node in method.nodes_of_class(nodes.AssignAttr):
+            if node.attrname == attr.attrname and isinstance(node.expr, nodes.Name) and node.expr.name == "self":
+                value = _value_of_binding(node)
+                if value is None:
+                    return None
+                values.append(value)
+                if len(values) > MAX_BINDINGS:
+                    return None
+    return values or None
+
+
+def binding_text(expr: nodes.NodeNG) -> str:
+    """Source text of an expression, whitespace-free: how rules compare receivers."""
+    return "".join(expr.as_string().split())
+
+
+def terminal_name(expr: nodes.NodeNG) -> Optional[str]:
+    """``optimizer`` for ``self.optimizer`` or ``optimizer``; None for anything else."""
+    if isinstance(expr, nodes.Name):
+        return str(expr.name)
+    if isinstance(expr, nodes.Attribute):
+        return str(expr.attrname)
+    return None

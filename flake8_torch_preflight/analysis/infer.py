@@ -1,0 +1,200 @@
+"""The only place that calls astroid's ``.infer()``.
+
+Every helper returns ``None`` when inference fails, is Uninferable, or gives
+answers that disagree: doubt means silence.  At most ``MAX_RESULTS`` inferred
+values are looked at per node, and the manager's global limits are never
+changed.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Iterator, List, Optional
+
+from astroid import nodes
+from astroid.bases import BoundMethod, Instance, UnboundMethod
+from astroid.exceptions import AstroidError
+from astroid.util import UninferableBase
+
+#: Inferred values looked at per node; more than this is treated as "unknown".
+MAX_RESULTS = 8
+
+
+def _infer_all(node: nodes.NodeNG) -> Optional[List[object]]:
+    try:
+        values = list(itertools.islice(node.infer(), MAX_RESULTS + 1))
+    except (AstroidError, RecursionError, StopIteration):
+        return None
+    if not values or len(values) > MAX_RESULTS:
+        return None
+    return values
+
+
+def _qname_of(value: object) -> Optional[str]:
+    if isinstance(value, UninferableBase):
+        return None
+    if isinstance(value, (BoundMethod, UnboundMethod)):
+        return str(value._proxied.qname())
+    if isinstance(value, Instance):
+        return str(value._proxied.qname())
+    qname = getattr(value, "qname", None)
+    if callable(qname):
+        try:
+            return str(qname())
+        except Exception:
+            return None
+    return None
+
+
+def safe_infer(node: nodes.NodeNG) -> Optional[object]:
+    """The single value ``node`` infers to, or None when unknown or ambiguous."""
+    values = _infer_all(node)
+    if values is None:
+        return None
+    first = values[0]
+    if isinstance(first, UninferableBase):
+        return None
+    if len(values) > 1:
+        key = _qname_of(first)
+        if key is None:
+            return None
+        for other in values[1:]:
+            if isinstance(other, UninferableBase) or _qname_of(other) != key or type(other) is not type(first):
+                return None
+    return first
+
+
+def qname(node: nodes.NodeNG) -> Optional[str]:
+    """Qualified name of what ``node`` infers to (class name for an instance)."""
+    value = safe_infer(node)
+    return None if value is None else _qname_of(value)
+
+
+def is_instance_of(node: nodes.NodeNG, qnames: "frozenset[str]") -> bool:
+    """``node`` infers to an instance of a class in ``qnames`` or of a subclass of one."""
+    value = safe_infer(node)
+    if not isinstance(value, Instance) or isinstance(value, (BoundMethod, UnboundMethod)):
+        return False
+    cls = value._proxied
+    return class_is_subclass_of(cls, qnames)
+
+
+def class_is_subclass_of(cls: object, qnames: "frozenset[str]") -> bool:
+    if not isinstance(cls, nodes.ClassDef):
+        return False
+    if cls.qname() in qnames:
+        return True
+    try:
+        return any(anc.qname() in qnames for anc in itertools.islice(cls.ancestors(), 64))
+    except (AstroidError, RecursionError):
+        return False
+
+
+def callee_qname(call: nodes.Call) -> Optional[str]:
+    """Qualified name of the function or class a call invokes.
+
+    Calling an instance (``crit(p, y)`` where ``crit = nn.CrossEntropyLoss()``)
+    gives the instance's class name.
+    """
+    return qname(call.func)
+
+
+def instance_class(node: nodes.NodeNG) -> Optional[nodes.ClassDef]:
+    """The class of the instance ``node`` infers to, or None."""
+    value = safe_infer(node)
+    if isinstance(value, Instance) and not isinstance(value, (BoundMethod, UnboundMethod)):
+        proxied = value._proxied
+        if isinstance(proxied, nodes.ClassDef):
+            return proxied
+    return None
+
+
+def function_def(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
+    """The function (or bound method's function) ``node`` infers to, or None."""
+    value = safe_infer(node)
+    if isinstance(value, (BoundMethod, UnboundMethod)):
+        value = value._proxied
+    if isinstance(value, nodes.FunctionDef):
+        return value
+    return None
+
+
+def method_name(call: nodes.NodeNG) -> Optional[str]:
+    """``"backward"`` for ``x.backward()``: the attribute name a call invokes (no inference)."""
+    if isinstance(call, nodes.Call) and isinstance(call.func, nodes.Attribute):
+        return str(call.func.attrname)
+    return None
+
+
+def call_name(call: nodes.NodeNG) -> Optional[str]:
+    """Last name of what a call invokes: ``f`` for ``f()`` and ``a.b.f()`` (no inference)."""
+    if not isinstance(call, nodes.Call):
+        return None
+    func = call.func
+    if isinstance(func, nodes.Attribute):
+        return str(func.attrname)
+    if isinstance(func, nodes.Name):
+        return str(func.name)
+    return None
+
+
+def dotted_name(node: nodes.NodeNG) -> Optional[str]:
+    """Resolve a Name/Attribute chain through the file's imports, without reading modules.
+
+    ``from lightning.pytorch import LightningModule as LM; LM`` gives
+    ``lightning.pytorch.LightningModule``; ``import numpy as np; np.random.seed``
+    gives ``numpy.random.seed``.  Used for third-party names (numpy, transformers,
+    accelerate, lightning) that the guard never reads.  None when the chain does
+    not start at an import.
+    """
+    attrs: List[str] = []
+    while isinstance(node, nodes.Attribute):
+        attrs.append(str(node.attrname))
+        node = node.expr
+    if not isinstance(node, nodes.Name):
+        return None
+    try:
+        _, assignments = node.lookup(node.name)
+    except (AstroidError, RecursionError):
+        return None
+    base: Optional[str] = None
+    for assignment in assignments:
+        if isinstance(assignment, nodes.Import):
+            for name, alias in assignment.names:
+                if (alias or name.split(".")[0]) == node.name:
+                    candidate = name if alias else name.split(".")[0]
+                    base = _agree(base, candidate)
+        elif isinstance(assignment, nodes.ImportFrom):
+            for name, alias in assignment.names:
+                if (alias or name) == node.name:
+                    modname = assignment.modname
+                    if assignment.level:
+                        modname = "." * assignment.level + modname
+                    base = _agree(base, "{}.{}".format(modname, name) if modname else name)
+        else:
+            return None
+        if base == "":
+            return None
+    if not base:
+        return None
+    return ".".join([base] + list(reversed(attrs)))
+
+
+def _agree(current: Optional[str], candidate: str) -> str:
+    if current is None or current == candidate:
+        return candidate
+    return ""
+
+
+def iter_calls(node: nodes.NodeNG) -> Iterator[nodes.Call]:
+    """All calls under ``node`` (itself included), not entering nested defs or classes."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, nodes.Call):
+            yield current
+        children = [
+            child
+            for child in current.get_children()
+            if not isinstance(child, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda))
+        ]
+        stack.extend(reversed(children))

@@ -1,0 +1,80 @@
+"""Loops around a node, the calls a loop makes each iteration, and the training loop."""
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Set, Union
+
+from astroid import nodes
+
+from . import infer
+
+Loop = Union[nodes.For, nodes.While]
+_SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
+
+
+def enclosing_loops(node: nodes.NodeNG) -> List[Loop]:
+    """``for``/``while`` loops whose body or else holds ``node``, innermost first, within its function."""
+    loops: List[Loop] = []
+    child = node
+    parent = node.parent
+    while parent is not None and not isinstance(parent, _SCOPES):
+        if isinstance(parent, (nodes.For, nodes.While)) and child is not getattr(parent, "iter", None) and child is not getattr(parent, "test", None):
+            loops.append(parent)
+        child = parent
+        parent = parent.parent
+    return loops
+
+
+def innermost(node: nodes.NodeNG) -> Optional[Loop]:
+    loops = enclosing_loops(node)
+    return loops[0] if loops else None
+
+
+def enclosing_function(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
+    """The ``def`` a node sits in (None at module level or in a lambda)."""
+    scope = node.scope()
+    return scope if isinstance(scope, nodes.FunctionDef) else None
+
+
+def body_nodes(loop: Loop) -> Iterator[nodes.NodeNG]:
+    """The statements of a loop's body (not its iterable, test or else)."""
+    yield from loop.body
+
+
+def calls_in(statements: "List[nodes.NodeNG] | Iterator[nodes.NodeNG]", helper_depth: int = 2) -> List[nodes.Call]:
+    """Calls made by ``statements``, plus calls inside helpers of this file they call.
+
+    A helper is a function or method defined in the checked file that a call
+    resolves to (``self.optimizer_step()``, ``train_step(...)``); its body is
+    expanded up to ``helper_depth`` levels, each helper once.
+    """
+    found: List[nodes.Call] = []
+    seen: Set[int] = set()
+
+    def visit(stmts: "List[nodes.NodeNG] | Iterator[nodes.NodeNG]", depth: int) -> None:
+        for stmt in stmts:
+            for call in infer.iter_calls(stmt):
+                found.append(call)
+                if depth <= 0:
+                    continue
+                helper = local_helper(call)
+                if helper is not None and id(helper) not in seen:
+                    seen.add(id(helper))
+                    visit(helper.body, depth - 1)
+
+    visit(statements, helper_depth)
+    return found
+
+
+def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The function of the checked file that ``call`` invokes, or None (stubs and libraries excluded)."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return None
+    func = infer.function_def(call.func)
+    if func is None or func.root() is not call.root():
+        return None
+    return func
+
+
+def loop_calls(loop: Loop, helper_depth: int = 2) -> List[nodes.Call]:
+    """Calls one iteration of ``loop`` makes (its body, nested loops and local helpers included)."""
+    return calls_in(list(body_nodes(loop)), helper_depth)

@@ -1,0 +1,640 @@
+"""Model and GPU catalogues for the VRAM estimator.
+
+Two JSON tables ship as package data and are read zip-safely through
+``importlib.resources``:
+
+* ``data/models.json``: architectures, keyed by a short name, each with its
+  aliases (Hugging Face ids, torchvision and timm names), ``kind``, the published
+  parameter count, the ``source`` of both, and a ``shape`` that drives the cost
+  model. ``count_params`` recomputes the parameter count from the shape; the test
+  suite holds it within 1% of the published figure, which checks the shape data.
+* ``data/gpus.json``: GPUs (per-device figures, in MiB) and cloud instances
+  (GPU key and count).
+
+Names are matched case-insensitively with spaces and underscores read as
+hyphens; a second, looser pass also ignores hyphens (``llama2-7b`` finds
+``llama-2-7b``, ``rtx-4090`` finds ``rtx4090``), but never dots, so ``opt-13b``
+does not silently become ``opt-1.3b``. Unknown names raise ``CatalogueError``,
+a one-line ``ValueError`` that lists close matches.
+
+Transformer shape fields (``null`` where a field does not apply):
+
+``layers``, ``hidden``, ``heads``, ``kv_heads`` (null = ``heads``), ``head_dim``
+(null = ``hidden // heads``), ``ffn`` (intermediate size; per expert when
+``experts`` > 0), ``ffn_kind`` (gelu, relu, swiglu, geglu; the gated kinds have
+three matrices), ``vocab``, ``max_positions``, ``position`` (learned, rope,
+relative, alibi, sinusoidal), ``tied_embeddings``, ``dropout``, ``norm``
+(layernorm: weight and bias; rmsnorm: weight only), ``bias`` (all linear layers),
+``experts``, ``experts_per_token``; for encoder-decoders ``encoder_layers`` and
+``decoder_layers`` (``layers`` is then null); for vision transformers
+``image_size``, ``patch_size``, ``channels`` and ``num_classes``.
+
+Optional fields, with the default used when absent: ``qkv_bias`` (= ``bias``),
+``key_bias`` (= ``qkv_bias``; Whisper's k_proj has none), ``mlp_bias``
+(= ``bias``), ``qk_norm`` (false; Qwen3 and Gemma 3 normalise q and k per head),
+``norms_per_layer`` (2; 1 for a parallel block with one shared norm, 4 for
+Gemma 2/3 sandwich norms; encoder-decoder decoder layers add one for
+cross-attention), ``final_norm`` (true), ``embedding_norm`` (false; a norm right
+after the embeddings, per stack), ``embedding_dim`` (= ``hidden``; OPT-350m
+projects 512 to 1024), ``position_offset`` (0; OPT and BART keep 2 extra rows),
+``type_vocab`` (0; BERT's token-type table), ``pooler`` (false), ``lm_head_bias``
+(false), ``relative_buckets`` and ``relative_kind`` (``t5``: a per-head bias
+table in the first layer of each stack; ``deberta``: a shared
+``2 * buckets x hidden`` table plus ``relative_norm``), ``encoder_input``
+(``tokens``; ``audio`` adds Whisper's two 3-wide convolutions over
+``mel_bins``), ``encoder_position`` / ``encoder_max_positions`` (Whisper's
+sinusoidal encoder table, stored in the checkpoint), ``cls_token`` (true) and
+``patch_bias`` (true) for vision transformers, ``text`` (a CLIP text tower, with
+``projection_dim``), ``vision`` (a vision tower for multimodal decoders, with a
+``vision_hidden x hidden`` projector plus ``projector_norm``).
+
+CNN shape fields: ``family``, ``image_size``, ``num_classes``,
+``activation_elements_per_sample`` (null until measured) and, where
+``count_params`` can use them, family fields: resnet (``block``, ``depths``,
+``widths``, ``groups``, ``width_per_group``, ``stem_width``), vgg (``config``,
+``batch_norm``, ``classifier``), convnext (``depths``, ``widths``), densenet
+(``growth_rate``, ``block_config``, ``init_features``, ``bn_size``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from importlib import resources
+from types import MappingProxyType
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+MIB = 1024**2
+
+#: CUDA context + library workspaces charged to a custom ``--gpu-memory`` target,
+#: in MiB. ptrblck (pytorch/pytorch#109888, 2023): "around 400MB if CUDA >= 11.7
+#: is used and lazy module loading enabled (default in PyTorch)". The same figure
+#: is the default for listed pre-Hopper NVIDIA GPUs in gpus.json.
+DEFAULT_CONTEXT_MIB = 400
+
+#: How many close matches an error message names.
+_MAX_SUGGESTIONS = 3
+
+_MODELS_HINT = "Give --params N or a known name (python -m flake8_torch_preflight models)"
+_GPUS_HINT = "Give --gpu-memory SIZE or a known name (python -m flake8_torch_preflight gpus)"
+
+#: Prefixes users write before a model name; stripped before lookup.
+_MODEL_PREFIXES = ("hf-hub:", "hf_hub:", "timm/", "torchvision.models.", "models.")
+
+#: Prefixes stripped from a name before an instance lookup (SageMaker's "ml.").
+_INSTANCE_PREFIXES = ("ml.",)
+
+#: Azure sizes are also found without their "Standard_" prefix.
+_AZURE_PREFIX = "standard-"
+
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([kmgt])(i?)b\s*$", re.IGNORECASE)
+_SIZE_POWERS = {"k": 1, "m": 2, "g": 3, "t": 4}
+_SIZE_FORMS = (
+    "give a positive number with a unit: KiB, MiB, GiB, TiB (powers of 1024) "
+    "or KB, MB, GB, TB (powers of 1000), e.g. 48GiB or 80GB"
+)
+_COUNT_RE = re.compile(r"^([0-9]+)\s*[x\u00d7*]\s*(.+)$")
+
+
+class CatalogueError(ValueError):
+    """A name or size that the catalogues cannot resolve. The message is one line."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One catalogue architecture."""
+
+    key: str
+    kind: str
+    params: int
+    source: str
+    shape: Mapping[str, Any]
+    aliases: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    """The hardware a run must fit, in per-device bytes.
+
+    ``count`` is the number of devices (1 for a bare GPU, 8 for ``8xh100-sxm`` or
+    ``p4d.24xlarge``). ``usable_bytes`` is what a process can allocate (the total
+    ``cudaMemGetInfo`` reports); ``context_bytes`` is the CUDA context and library
+    workspaces a PyTorch process pays out of it. ``gpu_key`` names the catalogue
+    GPU (``None`` for ``--gpu-memory``), ``instance`` the cloud instance if one
+    was named.
+    """
+
+    key: str
+    name: str
+    count: int
+    memory_bytes: int
+    usable_bytes: int
+    context_bytes: int
+    bf16: bool
+    source: str
+    gpu_key: Optional[str] = None
+    instance: Optional[str] = None
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _read_json(filename: str) -> Dict[str, Any]:
+    path = resources.files("flake8_torch_preflight.estimator") / "data" / filename
+    data: Dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _normal(name: str) -> str:
+    """Lower case, spaces and underscores as hyphens, hyphens collapsed."""
+    text = re.sub(r"[\s_]+", "-", name.strip().lower())
+    return re.sub(r"-{2,}", "-", text).strip("-")
+
+
+def _compact(name: str) -> str:
+    """The looser form: `_normal` without hyphens (dots and slashes kept)."""
+    return _normal(name).replace("-", "")
+
+
+@functools.lru_cache(maxsize=None)
+def _model_table() -> Tuple[Tuple[ModelSpec, ...], Dict[str, str], Dict[str, str]]:
+    data = _read_json("models.json")
+    specs: List[ModelSpec] = []
+    exact: Dict[str, str] = {}
+    loose: Dict[str, str] = {}
+    for key, entry in data["models"].items():
+        spec = ModelSpec(
+            key=key,
+            kind=entry["kind"],
+            params=int(entry["params"]),
+            source=entry["source"],
+            shape=_freeze(entry["shape"]),
+            aliases=tuple(entry.get("aliases", ())),
+        )
+        specs.append(spec)
+        for name in (key,) + spec.aliases:
+            exact.setdefault(_normal(name), key)
+            loose.setdefault(_compact(name), key)
+    return tuple(specs), exact, loose
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_table() -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Dict[str, Any]], Dict[str, str], Dict[str, str]]:
+    data = _read_json("gpus.json")
+    gpus: Dict[str, Dict[str, Any]] = data["gpus"]
+    instances: Dict[str, Dict[str, Any]] = data["instances"]
+    exact: Dict[str, str] = {}
+    loose: Dict[str, str] = {}
+    for key, entry in gpus.items():
+        for name in [key, entry["name"]] + list(entry.get("aliases", ())):
+            exact.setdefault(_normal(name), key)
+            loose.setdefault(_compact(name), key)
+    for key, entry in instances.items():
+        names = [key] + list(entry.get("aliases", ()))
+        if _normal(key).startswith(_AZURE_PREFIX):
+            names.append(_normal(key)[len(_AZURE_PREFIX):])
+        for name in names:
+            exact.setdefault(_normal(name), key)
+            loose.setdefault(_compact(name), key)
+    return gpus, instances, exact, loose
+
+
+# ---------------------------------------------------------------------------- models
+
+
+def list_models() -> List[ModelSpec]:
+    """Every catalogue architecture, in catalogue order."""
+    return list(_model_table()[0])
+
+
+def _model_candidates(name: str) -> Iterable[str]:
+    text = name.strip()
+    yield text
+    lowered = text.lower()
+    for prefix in _MODEL_PREFIXES:
+        if lowered.startswith(prefix):
+            lowered = lowered[len(prefix):]
+            yield lowered
+    if "/" in lowered:
+        yield lowered.rsplit("/", 1)[1]
+
+
+def _suggest(query: str, names: Iterable[Tuple[str, str]]) -> List[str]:
+    """Close matches as catalogue keys, best first, without repeats."""
+    by_name: Dict[str, str] = {}
+    for alias, key in names:
+        by_name.setdefault(alias, key)
+    found: List[str] = []
+    for alias in difflib.get_close_matches(_normal(query), list(by_name), n=12, cutoff=0.6):
+        key = by_name[alias]
+        if key not in found:
+            found.append(key)
+        if len(found) == _MAX_SUGGESTIONS:
+            break
+    return found
+
+
+def _unknown(what: str, name: str, matches: Sequence[str], hint: str) -> CatalogueError:
+    shown = " ".join(name.split())
+    if matches:
+        return CatalogueError(f"unknown {what} '{shown}'; close matches: {', '.join(matches)}. {hint}")
+    return CatalogueError(f"unknown {what} '{shown}'; no close matches. {hint}")
+
+
+def find_model(name: str) -> ModelSpec:
+    """Resolve a key, alias or Hugging Face id (case-insensitive) to its entry.
+
+    Also accepts ``timm/`` and ``torchvision.models.`` prefixes, a timm
+    pretrained tag (``resnet50.a1_in1k``), and an unknown organisation in front
+    of a known model name (``unsloth/Qwen3-8B``).
+    """
+    specs, exact, loose = _model_table()
+    by_key = {spec.key: spec for spec in specs}
+    candidates = list(_model_candidates(name))
+    for table, form in ((exact, _normal), (loose, _compact)):
+        for candidate in candidates:
+            key = table.get(form(candidate))
+            if key is not None:
+                return by_key[key]
+    # timm pretrained tags: "resnet50.a1_in1k" -> "resnet50", image models only.
+    for candidate in candidates:
+        if "." in candidate:
+            key = exact.get(_normal(candidate.split(".", 1)[0]))
+            if key is not None and by_key[key].kind in ("cnn", "vision-transformer"):
+                return by_key[key]
+    pool = [(alias, key) for alias, key in exact.items() if "/" not in alias]
+    raise _unknown("model", name, _suggest(candidates[-1], pool), _MODELS_HINT)
+
+
+def _int_or_none(value: Any) -> Optional[int]:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def count_params(spec: ModelSpec) -> Optional[int]:
+    """The parameter count implied by ``spec.shape``; None where it cannot be derived."""
+    shape = spec.shape
+    try:
+        if spec.kind in ("decoder", "encoder"):
+            return _decoder_or_encoder(shape, spec.kind)
+        if spec.kind == "encoder-decoder":
+            return _encoder_decoder(shape)
+        if spec.kind == "vision-transformer":
+            return _vision_transformer(shape)
+        if spec.kind == "cnn":
+            return _cnn(shape)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    return None
+
+
+def _norm(shape: Mapping[str, Any], dim: int) -> int:
+    return 2 * dim if shape["norm"] == "layernorm" else dim
+
+
+def _head_dim(shape: Mapping[str, Any]) -> int:
+    head_dim = _int_or_none(shape.get("head_dim"))
+    return head_dim if head_dim is not None else int(shape["hidden"]) // int(shape["heads"])
+
+
+def _attention(shape: Mapping[str, Any]) -> int:
+    hidden = int(shape["hidden"])
+    head_dim = _head_dim(shape)
+    q_dim = int(shape["heads"]) * head_dim
+    kv_heads = _int_or_none(shape.get("kv_heads"))
+    kv_dim = (kv_heads if kv_heads is not None else int(shape["heads"])) * head_dim
+    bias = bool(shape["bias"])
+    qkv_bias = bool(shape.get("qkv_bias", bias))
+    key_bias = bool(shape.get("key_bias", qkv_bias))
+    total = hidden * q_dim + 2 * hidden * kv_dim + q_dim * hidden
+    total += (q_dim + kv_dim if qkv_bias else 0) + (kv_dim if key_bias else 0) + (hidden if bias else 0)
+    if shape.get("qk_norm", False):
+        total += 2 * _norm(shape, head_dim)
+    return total
+
+
+def _mlp(shape: Mapping[str, Any]) -> int:
+    hidden, ffn = int(shape["hidden"]), int(shape["ffn"])
+    mlp_bias = bool(shape.get("mlp_bias", shape["bias"]))
+    kind = shape["ffn_kind"]
+    if kind in ("swiglu", "geglu"):
+        return 3 * hidden * ffn + ((2 * ffn + hidden) if mlp_bias else 0)
+    if kind in ("gelu", "relu"):
+        return 2 * hidden * ffn + ((ffn + hidden) if mlp_bias else 0)
+    raise ValueError(f"unknown ffn_kind {kind!r}")
+
+
+def _feed_forward(shape: Mapping[str, Any]) -> int:
+    experts = _int_or_none(shape.get("experts")) or 0
+    if experts > 0:
+        return experts * _mlp(shape) + int(shape["hidden"]) * experts  # experts + router
+    return _mlp(shape)
+
+
+def _layer(shape: Mapping[str, Any], cross_attention: bool = False) -> int:
+    norms = int(shape.get("norms_per_layer", 2)) + (1 if cross_attention else 0)
+    attention = _attention(shape) * (2 if cross_attention else 1)
+    return attention + _feed_forward(shape) + norms * _norm(shape, int(shape["hidden"]))
+
+
+def _positions(shape: Mapping[str, Any], position: Any, rows: Any) -> int:
+    if position != "learned":
+        return 0
+    return (int(rows) + int(shape.get("position_offset", 0))) * int(shape["hidden"])
+
+
+def _decoder_or_encoder(shape: Mapping[str, Any], kind: str) -> int:
+    hidden, vocab = int(shape["hidden"]), int(shape["vocab"])
+    embedding_dim = _int_or_none(shape.get("embedding_dim")) or hidden
+    total = vocab * embedding_dim
+    if embedding_dim != hidden:
+        total += 2 * embedding_dim * hidden  # project_in / project_out, no bias (OPT-350m)
+    total += _positions(shape, shape["position"], shape["max_positions"])
+    total += int(shape.get("type_vocab", 0)) * hidden
+    if shape.get("embedding_norm", False):
+        total += _norm(shape, hidden)
+    if shape.get("relative_kind") == "deberta":
+        total += 2 * int(shape["relative_buckets"]) * hidden
+        if shape.get("relative_norm", False):
+            total += _norm(shape, hidden)
+    total += int(shape["layers"]) * _layer(shape)
+    if shape.get("final_norm", True):
+        total += _norm(shape, hidden)
+    if shape.get("pooler", False):
+        total += hidden * hidden + hidden
+    if kind == "decoder" and not shape["tied_embeddings"]:
+        total += vocab * embedding_dim
+    if shape.get("lm_head_bias", False):
+        total += vocab
+    vision = shape.get("vision")
+    if vision is not None:
+        vision_hidden = int(vision["hidden"])
+        total += _vision_transformer(vision) + vision_hidden * hidden
+        if shape.get("projector_norm", False):
+            total += _norm(shape, vision_hidden)
+    return total
+
+
+def _encoder_decoder(shape: Mapping[str, Any]) -> int:
+    hidden, vocab = int(shape["hidden"]), int(shape["vocab"])
+    total = vocab * hidden  # token embedding shared by both stacks (decoder only for audio)
+    if not shape["tied_embeddings"]:
+        total += vocab * hidden
+    if shape.get("encoder_input", "tokens") == "audio":
+        mel = int(shape["mel_bins"])
+        total += (mel * hidden * 3 + hidden) + (hidden * hidden * 3 + hidden)
+    encoder_position = shape.get("encoder_position", shape["position"])
+    if encoder_position == "sinusoidal" and shape.get("encoder_max_positions") is not None:
+        total += int(shape["encoder_max_positions"]) * hidden  # stored in the checkpoint
+    else:
+        total += _positions(shape, encoder_position, shape["max_positions"])
+    total += _positions(shape, shape["position"], shape["max_positions"])
+    per_stack = 0
+    if shape.get("embedding_norm", False):
+        per_stack += _norm(shape, hidden)
+    if shape.get("final_norm", True):
+        per_stack += _norm(shape, hidden)
+    if shape.get("relative_kind") == "t5":
+        per_stack += int(shape["relative_buckets"]) * int(shape["heads"])
+    total += 2 * per_stack
+    total += int(shape["encoder_layers"]) * _layer(shape)
+    total += int(shape["decoder_layers"]) * _layer(shape, cross_attention=True)
+    return total
+
+
+def _vision_transformer(shape: Mapping[str, Any]) -> int:
+    hidden = int(shape["hidden"])
+    patch, channels = int(shape["patch_size"]), int(shape["channels"])
+    cls = 1 if shape.get("cls_token", True) else 0
+    patches = (int(shape["image_size"]) // patch) ** 2
+    total = channels * patch * patch * hidden + (hidden if shape.get("patch_bias", True) else 0)
+    total += cls * hidden + (patches + cls) * hidden
+    if shape.get("embedding_norm", False):
+        total += _norm(shape, hidden)
+    total += int(shape["layers"]) * _layer(shape)
+    if shape.get("final_norm", True):
+        total += _norm(shape, hidden)
+    classes = _int_or_none(shape.get("num_classes"))
+    if classes:
+        total += hidden * classes + classes
+    text = shape.get("text")
+    if text is not None:
+        projection = int(shape["projection_dim"])
+        total += _decoder_or_encoder(text, "decoder")
+        total += projection * (hidden + int(text["hidden"])) + 1  # projections + logit_scale
+    return total
+
+
+def _cnn(shape: Mapping[str, Any]) -> Optional[int]:
+    family = shape.get("family")
+    if family == "resnet":
+        return _resnet(shape)
+    if family == "vgg":
+        return _vgg(shape)
+    if family == "convnext":
+        return _convnext(shape)
+    if family == "densenet":
+        return _densenet(shape)
+    return None
+
+
+def _resnet(shape: Mapping[str, Any]) -> int:
+    """torchvision ResNet/ResNeXt/Wide ResNet; batch-norm weight and bias, no conv bias."""
+    bottleneck = shape["block"] == "bottleneck"
+    expansion = 4 if bottleneck else 1
+    groups, base_width = int(shape.get("groups", 1)), int(shape.get("width_per_group", 64))
+    inplanes = int(shape.get("stem_width", 64))
+    total = 3 * inplanes * 7 * 7 + 2 * inplanes
+    for stage, (depth, planes) in enumerate(zip(shape["depths"], shape["widths"])):
+        for index in range(int(depth)):
+            stride = 2 if stage > 0 and index == 0 else 1
+            out = planes * expansion
+            if bottleneck:
+                width = int(planes * (base_width / 64.0)) * groups
+                total += inplanes * width + 2 * width
+                total += (width // groups) * width * 9 + 2 * width
+                total += width * out + 2 * out
+            else:
+                total += inplanes * planes * 9 + 2 * planes + planes * planes * 9 + 2 * planes
+            if stride != 1 or inplanes != out:
+                total += inplanes * out + 2 * out
+            inplanes = out
+    classes = int(shape["num_classes"])
+    return total + inplanes * classes + classes
+
+
+def _vgg(shape: Mapping[str, Any]) -> int:
+    total, channels = 0, 3
+    for item in shape["config"]:
+        if item == "M":
+            continue
+        total += channels * int(item) * 9 + int(item)
+        if shape.get("batch_norm", False):
+            total += 2 * int(item)
+        channels = int(item)
+    features = channels * 7 * 7
+    for width in list(shape["classifier"]) + [int(shape["num_classes"])]:
+        total += features * int(width) + int(width)
+        features = int(width)
+    return total
+
+
+def _convnext(shape: Mapping[str, Any]) -> int:
+    widths = [int(w) for w in shape["widths"]]
+    total = 3 * widths[0] * 4 * 4 + widths[0] + 2 * widths[0]  # stem conv + LayerNorm2d
+    for stage, (depth, dim) in enumerate(zip(shape["depths"], widths)):
+        if stage > 0:
+            previous = widths[stage - 1]
+            total += 2 * previous + previous * dim * 4 + dim  # LayerNorm2d + 2x2 conv
+        block = (dim * 49 + dim) + 2 * dim + (dim * 4 * dim + 4 * dim) + (4 * dim * dim + dim) + dim
+        total += int(depth) * block
+    classes = int(shape["num_classes"])
+    return total + 2 * widths[-1] + widths[-1] * classes + classes
+
+
+def _densenet(shape: Mapping[str, Any]) -> int:
+    growth, bn_size = int(shape["growth_rate"]), int(shape["bn_size"])
+    features = int(shape["init_features"])
+    total = 3 * features * 7 * 7 + 2 * features
+    blocks = [int(b) for b in shape["block_config"]]
+    for index, layers in enumerate(blocks):
+        for layer in range(layers):
+            width = features + layer * growth
+            inner = bn_size * growth
+            total += 2 * width + width * inner + 2 * inner + inner * growth * 9
+        features += layers * growth
+        if index != len(blocks) - 1:
+            total += 2 * features + features * (features // 2)
+            features //= 2
+    classes = int(shape["num_classes"])
+    return total + 2 * features + features * classes + classes
+
+
+# ------------------------------------------------------------------------------ GPUs
+
+
+def _target(key: str, entry: Mapping[str, Any], count: int = 1, instance: Optional[str] = None,
+            label: Optional[str] = None, source: Optional[str] = None) -> GpuTarget:
+    name = str(entry["name"]) if count == 1 else f"{count}x {entry['name']}"
+    return GpuTarget(
+        key=label or key,
+        name=f"{instance} ({name})" if instance is not None else name,
+        count=count,
+        memory_bytes=int(entry["memory_mib"]) * MIB,
+        usable_bytes=int(entry["usable_mib"]) * MIB,
+        context_bytes=int(entry["context_mib"]) * MIB,
+        bf16=bool(entry["bf16"]),
+        source=source or entry["source"],
+        gpu_key=key,
+        instance=instance,
+    )
+
+
+def list_gpus() -> List[GpuTarget]:
+    """Every catalogue GPU as a one-device target, in catalogue order."""
+    gpus = _gpu_table()[0]
+    return [_target(key, entry) for key, entry in gpus.items()]
+
+
+def _instance_target(key: str, entry: Mapping[str, Any]) -> GpuTarget:
+    gpu = str(entry["gpu"])
+    return _target(gpu, _gpu_table()[0][gpu], int(entry["count"]), key, key, str(entry["source"]))
+
+
+def list_instances() -> List[Tuple[str, GpuTarget, str]]:
+    """Every cloud instance as ``(instance key, target, provider)``."""
+    instances = _gpu_table()[1]
+    return [
+        (key, _instance_target(key, entry), str(entry["provider"]))
+        for key, entry in instances.items()
+    ]
+
+
+def _lookup_gpu(name: str) -> Optional[GpuTarget]:
+    gpus, instances, exact, loose = _gpu_table()
+    forms = [name]
+    lowered = _normal(name)
+    for prefix in _INSTANCE_PREFIXES:
+        if lowered.startswith(prefix):
+            forms.append(lowered[len(prefix):])
+    for table, form in ((exact, _normal), (loose, _compact)):
+        for candidate in forms:
+            key = table.get(form(candidate))
+            if key is None:
+                continue
+            if key in gpus:
+                return _target(key, gpus[key])
+            return _instance_target(key, instances[key])
+    return None
+
+
+def find_gpu(name: str) -> GpuTarget:
+    """Resolve a GPU key or alias, a cloud instance, or ``<N>x<gpu>`` (``8xh100-sxm``)."""
+    target = _lookup_gpu(name)
+    if target is not None:
+        return target
+    match = _COUNT_RE.match(name.strip().lower())
+    if match is not None:
+        count = int(match.group(1))
+        inner = _lookup_gpu(match.group(2))
+        if count >= 1 and inner is not None and inner.instance is None:
+            gpus = _gpu_table()[0]
+            key = inner.gpu_key or inner.key
+            return _target(key, gpus[key], count, None, f"{count}x{key}")
+    exact = _gpu_table()[2]
+    query = match.group(2) if match is not None else name
+    raise _unknown("GPU or instance", name, _suggest(query, exact.items()), _GPUS_HINT)
+
+
+def parse_size(text: str) -> int:
+    """Bytes for ``48GiB``, ``48 GiB``, ``80GB`` (10**9), ``500MiB``, ``1.5TiB``.
+
+    Bare numbers, negatives, zero and anything else raise ``CatalogueError``.
+    """
+    match = _SIZE_RE.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise CatalogueError(f"invalid size {text!r}; {_SIZE_FORMS}")
+    try:
+        number = Decimal(match.group(1))
+    except InvalidOperation:  # pragma: no cover - the pattern only admits decimals
+        raise CatalogueError(f"invalid size {text!r}; {_SIZE_FORMS}") from None
+    base = 1024 if match.group(3) else 1000
+    size = int(number * (base ** _SIZE_POWERS[match.group(2).lower()]))
+    if size <= 0:
+        raise CatalogueError(f"invalid size {text!r}: it must be more than zero bytes; {_SIZE_FORMS}")
+    return size
+
+
+def gpu_from_memory(size_text: str) -> GpuTarget:
+    """A one-device target of explicit capacity (``--gpu-memory``) for unlisted hardware.
+
+    The whole given size counts as usable; the CUDA context is
+    ``DEFAULT_CONTEXT_MIB``; bf16 is assumed supported.
+    """
+    size = parse_size(size_text)
+    label = "".join(size_text.split()).lower()
+    return GpuTarget(
+        key=f"custom-{label}",
+        name=f"custom GPU ({size_text.strip()})",
+        count=1,
+        memory_bytes=size,
+        usable_bytes=size,
+        context_bytes=DEFAULT_CONTEXT_MIB * MIB,
+        bf16=True,
+        source="--gpu-memory",
+        gpu_key=None,
+        instance=None,
+    )

@@ -1,0 +1,935 @@
+"""The VRAM cost model: pure arithmetic from a ``RunSpec`` (and a GPU) to bytes per device.
+
+No I/O, no astroid, no torch. ``estimate(run, gpu)`` returns an ``Estimate`` whose breakdown is
+
+    peak = weights + gradients + optimizer_state + master_weights + autocast_cache
+         + activations + kv_cache + optimizer_step + cuda_context + fragmentation
+
+each term an ``int`` number of bytes on one device, ``0`` when it does not apply to the run
+(no gradients when only running inference) and ``None`` when it cannot be estimated (no
+activation figure for a CNN, no batch size); an unknown is never a guessed zero.
+
+``optimizer_step`` is what the optimizer step allocates beyond what the backward pass had
+live: the foreach implementations of Adam/AdamW/RMSprop/Adagrad build one temporary copy of
+the state (``torch._foreach_sqrt``) while activations are already freed, so the term is
+``max(0, temporaries - activations - autocast_cache)`` and the sum stays the peak.
+
+The interval
+------------
+Every term carries ``(low, point, high)``. Definitional terms (weights, gradients, optimizer
+state, master weights) are exact once the parameter count is known. The others widen by the
+named fractions in the CALIBRATION block: activations by ``ACTIVATIONS_LOW_FRACTION`` /
+``ACTIVATIONS_HIGH_FRACTION`` (the coefficients are published for Megatron, not yet measured
+for Hugging Face code), the CUDA context by ``CUDA_CONTEXT_*_FRACTION``, the KV cache by one
+layer's growth copy, fragmentation from ``FRAGMENTATION_LOW_FRACTION`` of the low allocated
+total to ``FRAGMENTATION_HIGH_FRACTION`` of the high one. One cross-term widens the low end
+only: the point assumes gradients of the previous step are still held through the forward
+(``zero_grad()`` after ``step()``, or ``set_to_none=False``); with ``zero_grad()`` before the
+forward they never coexist with all activations, so the low end subtracts the smaller of the
+two (``GRADIENT_ACTIVATION_OVERLAP_LOW_FRACTION``).
+
+A term that cannot be estimated has ``bytes = None``, a known lower bound (usually 0) and an
+upper bound that is ``None`` (unbounded) unless something bounds it (LoRA adapters cannot have
+more gradient bytes than the full model). Then ``peak_bytes`` is the sum of the known terms and
+is a lower bound (``peak_is_lower_bound``), the interval's high end is ``None``, and ``fits``
+is ``None`` unless the known part alone already exceeds the GPU (then ``False``).
+
+The activation model
+--------------------
+Transformer layers follow Korthikanti et al. 2022, "Reducing Activation Recomputation in
+Large Transformer Models" (arXiv:2205.05198, §4.1): one layer keeps
+``s·b·h·(34 + 5·a·s/h)`` bytes with 16-bit activations and dropout. Here the same terms are
+kept apart, per token, so that each run trait changes only its own terms:
+
+* attention (``ATTENTION_SAVED_ELEMENTS``): QKV input, Q, K, V, output-projection input,
+  residual dropout mask; eager attention keeps K and V expanded to all heads (``repeat_kv``,
+  so GQA saves nothing), fused flash/SDPA kernels keep them at ``kv_heads`` width plus the
+  kernel output and its softmax statistics, and no ``s²`` terms;
+* attention scores (``ATTENTION_SCORE_ELEMENTS``, eager only, per head per key): softmax
+  output, dropout mask and dropout output, or without dropout a 16-bit copy when autocast
+  keeps the softmax in fp32;
+* MLP (``MLP_SAVED_ELEMENTS``): input, then per FFN width 2 (GELU: activation input and
+  output), 1 (ReLU: its output is the next input), 4 (SwiGLU/GeGLU: gate, activation,
+  up, product); MoE layers pay the expert part ``experts_per_token`` times;
+* norms (``NORM_SAVED_ELEMENTS_PER_HIDDEN``), cross-attention (encoder-decoders: decoder
+  queries against encoder keys), and outside the layers the LM head's logits
+  (``LOGITS_COPIES``: head output, fp32 upcast, fp32 log-softmax kept by the loss).
+
+Each element is priced at the width of its tensor class (``ACTIVATION_BYTES``): under
+autocast the residual stream and softmax outputs stay fp32 while matmul inputs are 16-bit.
+Gradient checkpointing keeps one input per layer plus one layer's working set. CNNs use the
+catalogue's ``activation_elements_per_sample`` scaled by ``(image_size / native)²``, ``None``
+where the catalogue has no figure.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+
+if TYPE_CHECKING:
+    from .catalogue import GpuTarget
+    from .run import RunSpec
+
+# =============================================================================== CALIBRATION
+# Every number the model uses. Tags: PUBLISHED <source> | MEASURED <fixture> | ASSUMED <why>.
+
+#: PUBLISHED IEEE 754 binary32: torch.float32 is 4 bytes per element.
+FP32_BYTES = 4
+#: PUBLISHED IEEE 754 binary16 / bfloat16: torch.float16 and torch.bfloat16 are 2 bytes.
+HALF_BYTES = 2
+#: PUBLISHED torch.bool is 1 byte per element; dropout keeps its mask as bool.
+MASK_BYTES = 1
+
+#: PUBLISHED torch.nn.Module.half()/.to(bfloat16) casts the parameters; amp (torch.autocast)
+#: leaves them fp32 (AMP docs: "autocast ... ops run in float16 while the model stays fp32").
+WEIGHT_BYTES_BY_PRECISION: Dict[str, int] = {"fp32": 4, "amp": 4, "fp16": 2, "bf16": 2}
+
+#: PUBLISHED PyTorch AMP op reference ("Autocast Op Reference", CUDA): matmul/linear/addmm/bmm/
+#: conv autocast to float16; softmax, log_softmax, layer_norm to float32. So under amp the
+#: residual stream (fp32 embeddings, fp32 norms) and softmax outputs stay 4 bytes while inputs
+#: saved by matmuls are 2. Bytes per element, by tensor class.
+ACTIVATION_BYTES: Dict[str, Dict[str, int]] = {
+    "fp32": {"stream": 4, "matmul": 4, "softmax": 4},
+    "amp": {"stream": 4, "matmul": 2, "softmax": 4},
+    "fp16": {"stream": 2, "matmul": 2, "softmax": 2},
+    "bf16": {"stream": 2, "matmul": 2, "softmax": 2},
+}
+
+#: PUBLISHED Korthikanti et al. 2022 (arXiv:2205.05198) §4.1, attention block "11sbh" minus
+#: the norm: per token per layer, in elements of the width in the key name (hidden h,
+#: attention width heads·head_dim, kv width kv_heads·head_dim); dropout mask in bool.
+#: Eager K/V are expanded to all heads by repeat_kv before the matmul that saves them.
+#: The fused keys are PUBLISHED Dao et al. 2022 (arXiv:2205.14135) Alg. 2 / Dao 2023
+#: (arXiv:2307.08691): the kernel keeps Q, K, V (GQA at kv width), its output O and the
+#: per-row logsumexp (fp32), and no s x s matrix.
+ATTENTION_SAVED_ELEMENTS: Dict[str, float] = {
+    "qkv_input_per_hidden": 1.0,
+    "query_per_attention_width": 1.0,
+    "key_value_eager_per_attention_width": 2.0,
+    "key_value_fused_per_kv_width": 2.0,
+    "fused_output_per_attention_width": 1.0,
+    "fused_logsumexp_fp32_per_head": 1.0,
+    "output_projection_input_per_attention_width": 1.0,
+    "residual_dropout_mask_per_hidden": 1.0,
+}
+
+#: PUBLISHED Korthikanti et al. 2022 §4.1, the "5as²b" of eager attention: per token, per head,
+#: per key: softmax output (softmax class), dropout mask (bool) and dropout output (matmul
+#: class) with dropout; without dropout the softmax output feeds attention-over-values itself,
+#: unless autocast keeps it fp32, when the 16-bit copy made for the matmul is kept too.
+ATTENTION_SCORE_ELEMENTS: Dict[str, float] = {
+    "softmax_output": 1.0,
+    "dropout_mask": 1.0,
+    "dropout_output": 1.0,
+    "cast_for_values": 1.0,
+}
+
+#: PUBLISHED Korthikanti et al. 2022 §4.1 MLP "19sbh" (input 2sbh, GELU input 8sbh, GELU
+#: output 8sbh, dropout mask sbh), generalised per FFN kind: per token per layer, elements per
+#: FFN width (matmul class). ReLU backward uses its output, which is the next input (1);
+#: gated kinds keep gate output, activation output, up output and their product (4) -
+#: ASSUMED from the autograd formulas of silu/gelu and mul.
+MLP_SAVED_ELEMENTS_PER_FFN: Dict[str, float] = {"gelu": 2.0, "relu": 1.0, "swiglu": 4.0, "geglu": 4.0}
+#: PUBLISHED Korthikanti et al. 2022 §4.1: the first linear keeps its input (sbh elements).
+MLP_INPUT_ELEMENTS_PER_HIDDEN = 1.0
+#: PUBLISHED Korthikanti et al. 2022 §4.1: MLP dropout mask, sbh bools.
+MLP_DROPOUT_MASK_PER_HIDDEN = 1.0
+#: PUBLISHED Korthikanti et al. 2022 §4.1: each layer norm keeps its input (stream class).
+NORM_SAVED_ELEMENTS_PER_HIDDEN = 1.0
+
+#: ASSUMED transformers' causal-LM loss (ForCausalLMLoss): the head's output in the matmul
+#: dtype, an fp32 upcast (``logits.float()``, absent when already fp32) and the fp32
+#: log_softmax output cross_entropy keeps for backward; copies of batch·seq·vocab.
+LOGITS_COPIES: Dict[str, float] = {"head_output": 1.0, "fp32_upcast": 1.0, "log_softmax_fp32": 1.0}
+
+#: PUBLISHED Korthikanti et al. 2022 §5 (full recomputation keeps 2sbhL bytes): with
+#: checkpointing each layer keeps its input (stream class) ...
+CHECKPOINT_INPUT_ELEMENTS_PER_HIDDEN = 1.0
+#: ... and backward recomputes one layer at a time, whose full working set is then live.
+CHECKPOINT_RECOMPUTED_LAYERS_COUNT = 1
+
+#: ASSUMED: under no_grad only one layer's intermediates are live at a time, plus the
+#: residual stream in and out of it.
+INFERENCE_LIVE_LAYERS_COUNT = 1
+INFERENCE_STREAM_COPIES_COUNT = 2
+#: ASSUMED: a CNN forward under no_grad holds about a tenth of what training saves (the
+#: largest pair of consecutive feature maps), between 3% and 30%.
+CNN_INFERENCE_FRACTION = 0.10
+CNN_INFERENCE_LOW_FRACTION = 0.03
+CNN_INFERENCE_HIGH_FRACTION = 0.30
+
+#: ASSUMED recent transformers (``logits_to_keep``) compute only the last position's logits
+#: while generating; the high end of the interval allows logits for the whole prompt.
+GENERATION_LOGITS_POSITIONS_COUNT = 1
+#: ASSUMED DynamicCache grows by torch.cat, briefly holding an old and a new copy of one layer.
+KV_CACHE_GROWTH_EXTRA_LAYERS_COUNT = 1
+
+#: ASSUMED until tests/calibration/*.json measures them: the transformer coefficients above are
+#: Megatron's; Hugging Face implementations keep somewhat more (RMSNorm's fp32 upcasts, masks).
+ACTIVATIONS_LOW_FRACTION = 0.8
+ACTIVATIONS_HIGH_FRACTION = 1.5
+#: ASSUMED: per-sample CNN figures are single measurements at one resolution.
+CNN_ACTIVATIONS_LOW_FRACTION = 0.7
+CNN_ACTIVATIONS_HIGH_FRACTION = 1.5
+
+#: PUBLISHED bitsandbytes Optimizer8bit.init_state (blockwise): each state is uint8 with one
+#: fp32 absmax per 256-element block.
+ADAMW_8BIT_STATE_BYTES = 1
+ADAMW_8BIT_BLOCK_ELEMENTS = 256
+ADAMW_8BIT_ABSMAX_BYTES = 4
+
+#: PUBLISHED torch.optim sources: parameter-sized state tensors per trainable parameter
+#: (SGD without momentum: none; momentum_buffer; Adam exp_avg + exp_avg_sq; RMSprop
+#: square_avg; Adagrad sum); Lion keeps one momentum (Chen et al. 2023, arXiv:2302.06675).
+#: Adafactor is factored (below), so it has no parameter-sized state.
+OPTIMIZER_STATE_TENSORS_COUNT: Dict[str, int] = {
+    "sgd": 0,
+    "sgd-momentum": 1,
+    "adam": 2,
+    "adamw": 2,
+    "adamw-8bit": 2,
+    "adafactor": 0,
+    "lion": 1,
+    "rmsprop": 1,
+    "adagrad": 1,
+}
+#: PUBLISHED Shazeer & Stern 2018 (arXiv:1804.04235) §3: a factored second moment keeps one
+#: row and one column vector per matrix (transformers.Adafactor default beta1=None: no first
+#: moment). ASSUMED square matrices of the model width: 2/hidden state elements per parameter
+#: (2/rank for LoRA adapters).
+ADAFACTOR_FACTORED_VECTORS_COUNT = 2.0
+#: PUBLISHED torch/optim/{adam,adamw,rmsprop,adagrad}.py ``_multi_tensor_*`` (foreach, the
+#: CUDA default): ``torch._foreach_sqrt`` of the second moment allocates one state-sized copy.
+OPTIMIZER_STEP_TEMPORARY_COPIES: Dict[str, int] = {"adam": 1, "adamw": 1, "rmsprop": 1, "adagrad": 1}
+
+#: PUBLISHED Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054) §3.1: mixed-precision training
+#: keeps fp32 master parameters (and fp32 Adam states) next to 16-bit weights; DeepSpeed's
+#: zero-1/2/3 with fp16/bf16 weights does, torch.optim on .half() weights does not.
+MASTER_WEIGHT_BYTES = 4
+
+#: PUBLISHED torch DistributedDataParallel docs, ``gradient_as_bucket_view``: by default the
+#: all-reduce buckets hold a second copy of the gradients.
+DDP_BUCKET_GRADIENT_COPIES_COUNT = 1
+#: ASSUMED FSDP with a per-layer auto-wrap policy and backward prefetch: two layers' full
+#: weights are gathered at once (the whole model when the layer count is unknown).
+FSDP_GATHERED_LAYERS_COUNT = 2
+
+#: ASSUMED PEFT (autocast_adapter_dtype=True) keeps LoRA adapter weights in fp32.
+LORA_ADAPTER_BYTES = 4
+#: PUBLISHED Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §4: adapters on every linear layer
+#: of the blocks (attention q, k, v, o and the MLP), each r·(d_in + d_out) parameters.
+LORA_ON_ALL_LINEAR_LAYERS = True
+
+#: ASSUMED: how much of the cast-weight estimate autocast really keeps (weights used twice are
+#: cast once; ops outside the autocast lists are not cast).
+AUTOCAST_CACHE_LOW_FRACTION = 0.9
+AUTOCAST_CACHE_HIGH_FRACTION = 1.1
+
+#: PUBLISHED ptrblck, pytorch/pytorch#109888 (2023): the CUDA context is "around 400MB if CUDA
+#: >= 11.7 is used and lazy module loading enabled"; used when no GPU is given.
+DEFAULT_CUDA_CONTEXT_BYTES = 400 * 1024**2
+#: ASSUMED: context and library workspaces vary with CUDA version, cuDNN/cuBLAS handles and
+#: lazy loading.
+CUDA_CONTEXT_LOW_FRACTION = 0.75
+CUDA_CONTEXT_HIGH_FRACTION = 1.5
+
+#: ASSUMED: the caching allocator reserves about 10% more than is allocated (reserved vs
+#: allocated in torch.cuda.memory_summary), 2% with expandable_segments, 30% for variable
+#: shapes; a fraction of the allocated total.
+FRAGMENTATION_FRACTION = 0.10
+FRAGMENTATION_LOW_FRACTION = 0.02
+FRAGMENTATION_HIGH_FRACTION = 0.30
+
+#: ASSUMED: with zero_grad() before the forward (set_to_none, the default) gradients and a
+#: full set of activations never coexist; the low end subtracts this fraction of the smaller.
+GRADIENT_ACTIVATION_OVERLAP_LOW_FRACTION = 1.0
+# ============================================================================ end CALIBRATION
+
+#: The breakdown terms, in report order.
+TERMS: Tuple[str, ...] = (
+    "weights",
+    "gradients",
+    "optimizer_state",
+    "master_weights",
+    "autocast_cache",
+    "activations",
+    "kv_cache",
+    "optimizer_step",
+    "cuda_context",
+    "fragmentation",
+)
+
+#: Terms that are allocations (fragmentation is a fraction of their sum).
+_ALLOCATED = TERMS[:-2]
+
+_TRANSFORMER_KINDS = ("decoder", "encoder", "encoder-decoder", "vision-transformer")
+_ZERO_STAGES = ("zero-1", "zero-2", "zero-3")
+
+
+@dataclass(frozen=True)
+class Term:
+    """One breakdown term: ``bytes`` is the point (``None`` = cannot be estimated).
+
+    ``low`` is a lower bound (0 when nothing is known), ``high`` an upper bound or ``None`` when
+    unbounded. ``note`` says what the term holds, or why it is unknown.
+    """
+
+    bytes: Optional[int]
+    low: int
+    high: Optional[int]
+    note: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.bytes is not None
+
+
+def _exact(value: float, note: str = "") -> Term:
+    number = int(math.ceil(value))
+    return Term(number, number, number, note)
+
+
+def _spread(value: float, low_fraction: float, high_fraction: float, note: str = "") -> Term:
+    return Term(int(math.ceil(value)), int(value * low_fraction), int(math.ceil(value * high_fraction)), note)
+
+
+def _unknown(note: str, low: int = 0, high: Optional[int] = None) -> Term:
+    return Term(None, low, high, note)
+
+
+ZERO = Term(0, 0, 0, "does not apply")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The priced run: per-device terms, the point peak and the interval."""
+
+    run: RunSpec
+    gpu: Optional[GpuTarget]
+    params: Optional[int]
+    trainable_params: Optional[int]
+    terms: Mapping[str, Term]
+    activation_parts: Mapping[str, int] = field(default_factory=dict)
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def breakdown(self) -> Dict[str, Optional[int]]:
+        return {name: self.terms[name].bytes for name in TERMS}
+
+    @property
+    def unknown_terms(self) -> List[str]:
+        return [name for name in TERMS if self.terms[name].bytes is None]
+
+    @property
+    def peak_bytes(self) -> int:
+        """The sum of the known terms; a lower bound when ``unknown_terms`` is not empty."""
+        return sum(term.bytes for term in self.terms.values() if term.bytes is not None)
+
+    @property
+    def peak_is_lower_bound(self) -> bool:
+        return bool(self.unknown_terms)
+
+    @property
+    def interval_bytes(self) -> Tuple[int, Optional[int]]:
+        low = sum(term.low for term in self.terms.values())
+        grads, acts = self.terms["gradients"], self.terms["activations"]
+        low -= int(GRADIENT_ACTIVATION_OVERLAP_LOW_FRACTION * min(grads.low, acts.low))
+        highs = [term.high for term in self.terms.values()]
+        high = None if any(h is None for h in highs) else sum(h for h in highs if h is not None)
+        return max(low, 0), high
+
+    @property
+    def usable_bytes(self) -> Optional[int]:
+        return None if self.gpu is None else self.gpu.usable_bytes
+
+    @property
+    def fits(self) -> Optional[bool]:
+        """Point peak within the GPU's usable memory; None without a GPU or when unknown."""
+        usable = self.usable_bytes
+        if usable is None:
+            return None
+        if self.peak_bytes > usable:
+            return False
+        return None if self.peak_is_lower_bound else True
+
+    @property
+    def fits_interval(self) -> Optional[bool]:
+        """Whole interval within usable memory (False when the low end exceeds it)."""
+        usable = self.usable_bytes
+        if usable is None:
+            return None
+        low, high = self.interval_bytes
+        if low > usable:
+            return False
+        if high is None:
+            return None
+        return high <= usable
+
+    @property
+    def verdict(self) -> str:
+        """``fits`` (whole interval), ``fits-point`` (point only), ``does-not-fit``,
+        ``unknown`` (unknown terms), or ``no-gpu``."""
+        if self.gpu is None:
+            return "no-gpu"
+        fits = self.fits
+        if fits is None:
+            return "unknown"
+        if not fits:
+            return "does-not-fit"
+        return "fits" if self.fits_interval else "fits-point"
+
+
+# ===================================================================================== shape
+
+
+def _int(shape: Mapping[str, Any], key: str) -> Optional[int]:
+    value = shape.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+@dataclass(frozen=True)
+class _Stack:
+    """The widths of one transformer stack (what the activation terms are priced in)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    ffn_kind: str
+    dropout: bool
+    experts_per_token: int
+    experts: int
+    norms_per_layer: int
+
+    @property
+    def attention_width(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        return self.kv_heads * self.head_dim
+
+
+def _stack(shape: Mapping[str, Any], layers_key: str = "layers") -> Optional[_Stack]:
+    layers, hidden, heads = _int(shape, layers_key), _int(shape, "hidden"), _int(shape, "heads")
+    ffn = _int(shape, "ffn")
+    kind = shape.get("ffn_kind")
+    if layers is None or hidden is None or not heads or ffn is None or kind not in MLP_SAVED_ELEMENTS_PER_FFN:
+        return None
+    kv_heads = _int(shape, "kv_heads") or heads
+    head_dim = _int(shape, "head_dim") or hidden // heads
+    experts = _int(shape, "experts") or 0
+    per_token = _int(shape, "experts_per_token") or 1
+    return _Stack(
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        ffn=ffn,
+        ffn_kind=str(kind),
+        dropout=bool(shape.get("dropout", False)),
+        experts_per_token=per_token if experts > 0 else 1,
+        experts=experts,
+        norms_per_layer=_int(shape, "norms_per_layer") or 2,
+    )
+
+
+# =============================================================================== activations
+
+
+def _attention_bytes_per_token(
+    st: _Stack, dt: Mapping[str, int], flash: bool, keys: int, self_attention: bool = True
+) -> float:
+    """Bytes one attention block keeps per query token (``keys`` = key length, eager scores).
+
+    For cross-attention (``self_attention=False``) K and V live on the encoder side and are
+    priced by ``_cross_kv_bytes_per_encoder_token``.
+    """
+    c = ATTENTION_SAVED_ELEMENTS
+    total = c["qkv_input_per_hidden"] * st.hidden * dt["matmul"]
+    total += c["query_per_attention_width"] * st.attention_width * dt["matmul"]
+    total += c["output_projection_input_per_attention_width"] * st.attention_width * dt["matmul"]
+    if st.dropout:
+        total += c["residual_dropout_mask_per_hidden"] * st.hidden * MASK_BYTES
+    if flash:
+        total += c["fused_output_per_attention_width"] * st.attention_width * dt["matmul"]
+        total += c["fused_logsumexp_fp32_per_head"] * st.heads * FP32_BYTES
+        if self_attention:
+            total += c["key_value_fused_per_kv_width"] * st.kv_width * dt["matmul"]
+    else:
+        if self_attention:
+            total += c["key_value_eager_per_attention_width"] * st.attention_width * dt["matmul"]
+        total += st.heads * keys * _score_bytes_per_element(st.dropout, dt)
+    return total
+
+
+def _cross_kv_bytes_per_encoder_token(st: _Stack, dt: Mapping[str, int], flash: bool) -> float:
+    c = ATTENTION_SAVED_ELEMENTS
+    if flash:
+        return c["key_value_fused_per_kv_width"] * st.kv_width * dt["matmul"]
+    return c["key_value_eager_per_attention_width"] * st.attention_width * dt["matmul"]
+
+
+def _score_bytes_per_element(dropout: bool, dt: Mapping[str, int]) -> float:
+    c = ATTENTION_SCORE_ELEMENTS
+    total = c["softmax_output"] * dt["softmax"]
+    if dropout:
+        total += c["dropout_mask"] * MASK_BYTES + c["dropout_output"] * dt["matmul"]
+    elif dt["softmax"] != dt["matmul"]:
+        total += c["cast_for_values"] * dt["matmul"]
+    return total
+
+
+def _mlp_bytes_per_token(st: _Stack, dt: Mapping[str, int]) -> float:
+    inputs = MLP_INPUT_ELEMENTS_PER_HIDDEN * st.hidden * dt["matmul"]
+    if st.experts > 0:  # the router keeps the normed input, each chosen expert a gathered copy
+        inputs *= 1 + st.experts_per_token
+    ffn = MLP_SAVED_ELEMENTS_PER_FFN[st.ffn_kind] * st.ffn * dt["matmul"] * st.experts_per_token
+    mask = MLP_DROPOUT_MASK_PER_HIDDEN * st.hidden * MASK_BYTES if st.dropout else 0.0
+    return inputs + ffn + mask
+
+
+def _norms_bytes_per_token(st: _Stack, dt: Mapping[str, int], norms: int) -> float:
+    return norms * NORM_SAVED_ELEMENTS_PER_HIDDEN * st.hidden * dt["stream"]
+
+
+def _layer_bytes_per_token(st: _Stack, dt: Mapping[str, int], flash: bool, keys: int) -> float:
+    """One encoder/decoder self-attention layer (norms + attention + MLP), per token."""
+    return (
+        _norms_bytes_per_token(st, dt, st.norms_per_layer)
+        + _attention_bytes_per_token(st, dt, flash, keys)
+        + _mlp_bytes_per_token(st, dt)
+    )
+
+
+def _logits_bytes_per_position(vocab: int, dt: Mapping[str, int], with_loss: bool) -> float:
+    total = LOGITS_COPIES["head_output"] * vocab * dt["matmul"]
+    if with_loss:
+        if dt["matmul"] != FP32_BYTES:
+            total += LOGITS_COPIES["fp32_upcast"] * vocab * FP32_BYTES
+        total += LOGITS_COPIES["log_softmax_fp32"] * vocab * FP32_BYTES
+    return total
+
+
+@dataclass
+class _Acts:
+    point: float = 0.0
+    high_extra: float = 0.0
+    parts: Dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, value: float) -> None:
+        self.point += value
+        self.parts[name] = self.parts.get(name, 0) + int(math.ceil(value))
+
+
+def _stack_activations(
+    acts: _Acts, prefix: str, st: _Stack, dt: Mapping[str, int], run: RunSpec, batch: int, seq: int
+) -> float:
+    """Add one self-attention stack; returns its per-layer bytes (for a recomputed layer)."""
+    tokens = batch * seq
+    layer = _layer_bytes_per_token(st, dt, run.flash, seq) * tokens
+    if run.training and not run.checkpointing:
+        acts.add(f"{prefix}layers", layer * st.layers)
+    elif run.training:
+        kept = CHECKPOINT_INPUT_ELEMENTS_PER_HIDDEN * st.hidden * dt["stream"] * tokens * st.layers
+        acts.add(f"{prefix}checkpointed_layer_inputs", kept)
+    else:
+        acts.add(f"{prefix}stream", INFERENCE_STREAM_COPIES_COUNT * st.hidden * dt["stream"] * tokens)
+    if st.dropout and run.training:
+        acts.add(f"{prefix}embedding_dropout_mask", st.hidden * MASK_BYTES * tokens)
+    return layer
+
+
+def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) -> Tuple[Optional[_Acts], str]:
+    dt = ACTIVATION_BYTES[run.precision]
+    batch = run.batch_size
+    if batch is None:
+        return None, "batch size unknown"
+    acts = _Acts()
+    recompute: List[float] = []  # per-layer working sets; one is live at a time
+    if kind == "vision-transformer":
+        st = _stack(shape)
+        image, patch = run.image_size or _int(shape, "image_size"), _int(shape, "patch_size")
+        if st is None or not image or not patch:
+            return None, "the catalogue shape lacks the widths or patch size"
+        seq = (image // patch) ** 2 + (1 if shape.get("cls_token", True) else 0)
+        channels = _int(shape, "channels") or 3
+        if run.training:
+            acts.add("patch_input", batch * channels * image * image * dt["matmul"])
+        recompute.append(_stack_activations(acts, "", st, dt, run, batch, seq))
+        text = shape.get("text")
+        if isinstance(text, Mapping):
+            text_stack, text_seq = _stack(text), _int(text, "max_positions")
+            if text_stack is None or text_seq is None:
+                return None, "the CLIP text tower shape lacks its widths"
+            recompute.append(_stack_activations(acts, "text_", text_stack, dt, run, batch, text_seq))
+        return _finish(acts, recompute, run, dt), ""
+    seq = run.seq_len
+    if seq is None:
+        return None, "sequence length unknown"
+    vocab = _int(shape, "vocab")
+    if kind in ("decoder", "encoder"):
+        st = _stack(shape)
+        if st is None:
+            return None, "the catalogue shape lacks the layer widths"
+        recompute.append(_stack_activations(acts, "", st, dt, run, batch, seq))
+        final_hidden, lm_positions = st.hidden, (batch * seq if kind == "decoder" else 0)
+    else:  # encoder-decoder
+        enc, dec = _stack(shape, "encoder_layers"), _stack(shape, "decoder_layers")
+        if enc is None or dec is None:
+            return None, "the catalogue shape lacks the layer widths"
+        enc_seq = seq
+        if shape.get("encoder_input") == "audio":
+            enc_seq = _int(shape, "encoder_max_positions") or seq
+        enc_layer = _stack_activations(acts, "encoder_", enc, dt, run, batch, enc_seq)
+        dec_seq = 1 if run.generation else seq  # with a KV cache the decoder runs one position at a time
+        dec_tokens = batch * dec_seq
+        # decoder layer: its self-attention layer plus cross-attention (norm + queries) ...
+        cross = (
+            _norms_bytes_per_token(dec, dt, 1)
+            + _attention_bytes_per_token(dec, dt, run.flash, enc_seq, self_attention=False)
+        ) * dec_tokens
+        # ... against K and V projected from the encoder output (once per decoder layer)
+        cross_kv = _cross_kv_bytes_per_encoder_token(dec, dt, run.flash) * batch * enc_seq
+        dec_layer = _stack_activations(acts, "decoder_", dec, dt, run, batch, dec_seq)
+        if run.training and not run.checkpointing:
+            acts.add("decoder_cross_attention", (cross + cross_kv) * dec.layers)
+        acts.add("encoder_output", dec.hidden * dt["matmul"] * batch * enc_seq)
+        recompute.extend([enc_layer, dec_layer + cross + cross_kv])
+        final_hidden, lm_positions = dec.hidden, dec_tokens
+    tokens = batch * seq
+    if run.training:
+        acts.add("final_norm_and_head_input", final_hidden * (dt["stream"] + dt["matmul"]) * tokens)
+    if vocab and lm_positions:
+        if run.generation:
+            point_positions = batch * GENERATION_LOGITS_POSITIONS_COUNT
+            per = _logits_bytes_per_position(vocab, dt, with_loss=False)
+            acts.add("logits", per * point_positions)
+            acts.high_extra += per * (lm_positions - point_positions)
+        else:
+            acts.add("logits", _logits_bytes_per_position(vocab, dt, with_loss=run.training) * lm_positions)
+    elif kind in ("decoder", "encoder-decoder") and not vocab:
+        return None, "the catalogue shape has no vocabulary size for the LM head"
+    return _finish(acts, recompute, run, dt), ""
+
+
+def _finish(acts: _Acts, recompute: List[float], run: RunSpec, dt: Mapping[str, int]) -> _Acts:
+    if recompute and (run.checkpointing or not run.training):
+        live = CHECKPOINT_RECOMPUTED_LAYERS_COUNT if run.training else INFERENCE_LIVE_LAYERS_COUNT
+        acts.add("recomputed_layer" if run.training else "live_layer", live * max(recompute))
+    return acts
+
+
+def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int]]:
+    model = run.model
+    if model is None:
+        return _unknown("no model shape (parameter count only)"), {}
+    kind, shape = model.kind, model.shape
+    if kind == "cnn":
+        return _cnn_activations(run, shape), {}
+    if kind not in _TRANSFORMER_KINDS:
+        return _unknown(f"no activation model for kind {kind!r}"), {}
+    acts, why = _transformer_activations(run, shape, kind)
+    if acts is None:
+        return _unknown(why), {}
+    point = acts.point
+    note = "Korthikanti et al. 2022 terms" + ("; vision tower not included" if "vision" in shape else "")
+    term = Term(
+        int(math.ceil(point)),
+        int(point * ACTIVATIONS_LOW_FRACTION),
+        int(math.ceil((point + acts.high_extra) * ACTIVATIONS_HIGH_FRACTION)),
+        note,
+    )
+    return term, dict(acts.parts)
+
+
+def _cnn_activations(run: RunSpec, shape: Mapping[str, Any]) -> Term:
+    per_sample, native = _int(shape, "activation_elements_per_sample"), _int(shape, "image_size")
+    if per_sample is None or not native:
+        return _unknown("the catalogue has no per-sample activation figure for this CNN")
+    if run.batch_size is None:
+        return _unknown("batch size unknown")
+    if run.training and run.checkpointing:
+        return _unknown("checkpointing a CNN: the per-sample figure has no layer structure")
+    image = run.image_size or native
+    value = per_sample * (image / native) ** 2 * run.batch_size * ACTIVATION_BYTES[run.precision]["matmul"]
+    note = f"{per_sample:,} elements/sample at {native}px"
+    if not run.training:
+        return Term(
+            int(math.ceil(value * CNN_INFERENCE_FRACTION)),
+            int(value * CNN_INFERENCE_LOW_FRACTION),
+            int(math.ceil(value * CNN_INFERENCE_HIGH_FRACTION)),
+            note + ", inference working set",
+        )
+    return _spread(value, CNN_ACTIVATIONS_LOW_FRACTION, CNN_ACTIVATIONS_HIGH_FRACTION, note)
+
+
+# ================================================================================ parameters
+
+
+def lora_params(run: RunSpec) -> Optional[int]:
+    """Adapter parameters of rank ``run.lora_rank`` on every linear layer of the blocks."""
+    model = run.model
+    if model is None or model.kind not in _TRANSFORMER_KINDS:
+        return None
+    shape = model.shape
+    stacks: List[Tuple[Optional[_Stack], int]] = []  # (stack, attention blocks per layer)
+    if model.kind == "encoder-decoder":
+        stacks = [(_stack(shape, "encoder_layers"), 1), (_stack(shape, "decoder_layers"), 2)]
+    else:
+        stacks = [(_stack(shape), 1)]
+        text = shape.get("text")
+        if isinstance(text, Mapping):
+            stacks.append((_stack(text), 1))
+    total = 0
+    for st, blocks in stacks:
+        if st is None:
+            return None
+        h, aw, kw = st.hidden, st.attention_width, st.kv_width
+        attention = (h + aw) + 2 * (h + kw) + (aw + h)  # q, k, v, o
+        matrices = 3 if st.ffn_kind in ("swiglu", "geglu") else 2
+        mlp = matrices * (h + st.ffn) * max(st.experts, 1)
+        total += st.layers * run.lora_rank * (blocks * attention + mlp)
+    return total
+
+
+def _cast_params(run: RunSpec, params: int) -> Tuple[float, str]:
+    """Parameters autocast casts to 16 bits: those used by matmuls (not embeddings, norms)."""
+    model = run.model
+    if model is None or model.kind not in _TRANSFORMER_KINDS:
+        return float(params), "all parameters (no shape to exclude embeddings and norms)"
+    shape = model.shape
+    hidden, vocab = _int(shape, "hidden") or 0, _int(shape, "vocab") or 0
+    excluded = 0
+    has_head = model.kind in ("decoder", "encoder-decoder")
+    if vocab and (not has_head or not shape.get("tied_embeddings", False)):
+        excluded += vocab * (_int(shape, "embedding_dim") or hidden)  # looked up, not multiplied
+    if shape.get("position") == "learned":
+        excluded += ((_int(shape, "max_positions") or 0) + (_int(shape, "position_offset") or 0)) * hidden
+    layers = (_int(shape, "layers") or 0) + (_int(shape, "encoder_layers") or 0) + (_int(shape, "decoder_layers") or 0)
+    norms = layers * (_int(shape, "norms_per_layer") or 2) + (_int(shape, "decoder_layers") or 0) + 2
+    excluded += norms * hidden * (2 if shape.get("norm") == "layernorm" else 1)
+    return float(max(params - excluded, 0)), "16-bit copies of the matmul weights"
+
+
+# ====================================================================================== model
+
+
+def _shard_divisors(run: RunSpec) -> Tuple[int, int, int]:
+    """(weights, gradients, optimizer) divisors for the sharding mode."""
+    world = max(run.world_size, 1)
+    mode = run.sharding
+    optimizer = world if mode in ("zero-1", "zero-2", "zero-3", "fsdp") else 1
+    gradients = world if mode in ("zero-2", "zero-3", "fsdp") else 1
+    weights = world if mode in ("zero-3", "fsdp") else 1
+    return weights, gradients, optimizer
+
+
+def _optimizer_state_elements(run: RunSpec, trainable: int) -> Optional[float]:
+    """State elements (not bytes) per device before sharding; None for Adafactor without widths."""
+    if run.optimizer == "adafactor":
+        width: Optional[int] = run.lora_rank if run.lora else None
+        if width is None and run.model is not None:
+            width = _int(run.model.shape, "hidden")
+        if not width:
+            return None
+        return trainable * ADAFACTOR_FACTORED_VECTORS_COUNT / width
+    return float(trainable * OPTIMIZER_STATE_TENSORS_COUNT[run.optimizer])
+
+
+def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
+    """Price ``run`` on one device of ``gpu`` (or with the default context when ``None``)."""
+    params = run.total_params
+    terms: Dict[str, Term] = {}
+    notes: List[str] = []
+    w_div, g_div, o_div = _shard_divisors(run)
+    weight_bytes = WEIGHT_BYTES_BY_PRECISION[run.precision]
+    adapters = lora_params(run) if run.lora and run.training else 0
+    master = run.training and run.precision in ("fp16", "bf16") and run.sharding in _ZERO_STAGES and not run.lora
+
+    # trainable parameters and the dtype of their gradients/states
+    trainable: Optional[int]
+    if not run.training:
+        trainable = 0
+    elif run.lora:
+        trainable = adapters
+    else:
+        trainable = params
+    train_bytes = LORA_ADAPTER_BYTES if run.lora else weight_bytes
+    state_bytes = FP32_BYTES if master else train_bytes
+
+    # weights
+    if params is None:
+        terms["weights"] = _unknown("parameter count unknown")
+    else:
+        base = params * weight_bytes + (adapters or 0) * LORA_ADAPTER_BYTES
+        if w_div > 1:
+            layers = _layer_count(run)
+            unit = base / layers if layers else float(base)
+            gathered = min(float(base), base / w_div + FSDP_GATHERED_LAYERS_COUNT * unit)
+            terms["weights"] = Term(int(math.ceil(gathered)), int(base / w_div), int(math.ceil(gathered)),
+                                    f"1/{w_div} shard + gathered layers")
+        else:
+            terms["weights"] = _exact(base)
+        if run.lora and adapters is None:
+            terms["weights"] = _unknown("LoRA adapter size unknown (no transformer shape)",
+                                        low=params * weight_bytes // w_div)
+
+    # gradients, optimizer state, master weights, optimizer step temporaries
+    if not run.training:
+        terms["gradients"] = terms["optimizer_state"] = terms["master_weights"] = ZERO
+        terms["optimizer_step"] = ZERO
+    elif trainable is None:
+        full = None if params is None else params * FP32_BYTES
+        why = "parameter count unknown" if params is None else "LoRA adapter size unknown (no transformer shape)"
+        terms["gradients"] = _unknown(why, high=full)
+        terms["optimizer_state"] = ZERO if run.offload_optimizer else _unknown(why, high=None if full is None else 2 * full)
+        terms["master_weights"] = ZERO if not master or run.offload_optimizer else _unknown(why, high=full)
+        terms["optimizer_step"] = ZERO if run.offload_optimizer else _unknown(why)
+    else:
+        grads = trainable * train_bytes / g_div
+        if run.sharding == "ddp":
+            grads *= 1 + DDP_BUCKET_GRADIENT_COPIES_COUNT
+        terms["gradients"] = _exact(grads)
+        elements = _optimizer_state_elements(run, trainable)
+        if run.offload_optimizer:
+            terms["optimizer_state"] = Term(0, 0, 0, "offloaded to host memory")
+            terms["master_weights"] = Term(0, 0, 0, "offloaded to host memory") if master else ZERO
+            terms["optimizer_step"] = Term(0, 0, 0, "runs on the host")
+            if elements is not None:
+                host = elements * state_bytes + (trainable * MASTER_WEIGHT_BYTES if master else 0)
+                notes.append(f"optimizer offload: {host / 1024**3:.2f} GiB of host memory per process")
+        else:
+            if elements is None:
+                terms["optimizer_state"] = _unknown("Adafactor without the model width", high=trainable * FP32_BYTES)
+            elif run.optimizer == "adamw-8bit":
+                per_state = ADAMW_8BIT_STATE_BYTES + ADAMW_8BIT_ABSMAX_BYTES / ADAMW_8BIT_BLOCK_ELEMENTS
+                terms["optimizer_state"] = _exact(elements * per_state / o_div)
+            else:
+                terms["optimizer_state"] = _exact(elements * state_bytes / o_div)
+            terms["master_weights"] = _exact(trainable * MASTER_WEIGHT_BYTES / o_div) if master else ZERO
+            copies = OPTIMIZER_STEP_TEMPORARY_COPIES.get(run.optimizer, 0)
+            terms["optimizer_step"] = _exact(copies * (elements or 0) * state_bytes / o_div) if copies else ZERO
+
+    # autocast cache
+    if run.precision != "amp":
+        terms["autocast_cache"] = ZERO
+    elif params is None:
+        terms["autocast_cache"] = _unknown("parameter count unknown")
+    else:
+        cast, why = _cast_params(run, params)
+        terms["autocast_cache"] = _spread(cast * HALF_BYTES, AUTOCAST_CACHE_LOW_FRACTION,
+                                          AUTOCAST_CACHE_HIGH_FRACTION, why)
+
+    # activations
+    activations, parts = _activations(run)
+    terms["activations"] = activations
+
+    # the optimizer step allocates after activations and autocast copies are freed
+    step = terms["optimizer_step"]
+    if step.bytes:
+        live = [terms["activations"], terms["autocast_cache"]]
+        if any(t.bytes is None for t in live):
+            terms["optimizer_step"] = _unknown("depends on the unknown activations", high=step.bytes)
+        else:
+            extra = max(0, step.bytes - sum(t.bytes or 0 for t in live))
+            low = max(0, step.bytes - sum(t.high or 0 for t in live))
+            high = max(0, step.bytes - sum(t.low for t in live))
+            terms["optimizer_step"] = Term(extra, low, high, "foreach temporaries beyond backward's peak")
+
+    # KV cache
+    terms["kv_cache"] = _kv_cache(run)
+
+    # CUDA context
+    context = gpu.context_bytes if gpu is not None else DEFAULT_CUDA_CONTEXT_BYTES
+    terms["cuda_context"] = _spread(context, CUDA_CONTEXT_LOW_FRACTION, CUDA_CONTEXT_HIGH_FRACTION,
+                                    "from the GPU entry" if gpu is not None else "default (no GPU given)")
+
+    # fragmentation
+    allocated = [terms[name] for name in _ALLOCATED]
+    low = int(FRAGMENTATION_LOW_FRACTION * sum(t.low for t in allocated))
+    highs = [t.high for t in allocated]
+    high = None if any(h is None for h in highs) else int(math.ceil(FRAGMENTATION_HIGH_FRACTION * sum(h or 0 for h in highs)))
+    if any(t.bytes is None for t in allocated):
+        terms["fragmentation"] = _unknown("a fraction of an allocated total that is not known", low, high)
+    else:
+        point = int(math.ceil(FRAGMENTATION_FRACTION * sum(t.bytes or 0 for t in allocated)))
+        terms["fragmentation"] = Term(point, low, high, f"{FRAGMENTATION_FRACTION:.0%} of the allocated total")
+
+    notes.extend(_run_notes(run))
+    ordered = {name: terms[name] for name in TERMS}
+    return Estimate(run, gpu, params, trainable, ordered, parts, tuple(notes))
+
+
+def _layer_count(run: RunSpec) -> Optional[int]:
+    if run.model is None:
+        return None
+    shape = run.model.shape
+    total = (_int(shape, "layers") or 0) + (_int(shape, "encoder_layers") or 0) + (_int(shape, "decoder_layers") or 0)
+    return total or None
+
+
+def kv_cache_bytes(layers: int, batch: int, kv_heads: int, head_dim: int, positions: int, bytes_per_element: int) -> int:
+    """K and V for every layer: ``2 · layers · batch · kv_heads · head_dim · positions · bytes``."""
+    return 2 * layers * batch * kv_heads * head_dim * positions * bytes_per_element
+
+
+def _kv_cache(run: RunSpec) -> Term:
+    if not run.generation:
+        return ZERO
+    model = run.model
+    if model is None:
+        return _unknown("no model shape (parameter count only)")
+    if model.kind not in ("decoder", "encoder-decoder"):
+        return ZERO
+    shape = model.shape
+    element = ACTIVATION_BYTES[run.precision]["matmul"]
+    st = _stack(shape, "layers" if model.kind == "decoder" else "decoder_layers")
+    if st is None:
+        return _unknown("the catalogue shape lacks the layer widths")
+    if run.batch_size is None:
+        return _unknown("batch size unknown")
+    prompt = run.seq_len
+    if prompt is None:
+        return _unknown("sequence length unknown")
+    if model.kind == "decoder":
+        fixed, grows = prompt, run.max_new_tokens
+    else:  # decoder self-attention grows; cross-attention K/V cover the encoder sequence
+        enc = prompt
+        if shape.get("encoder_input") == "audio":
+            enc = _int(shape, "encoder_max_positions") or prompt
+        fixed, grows = enc, run.max_new_tokens
+    low = kv_cache_bytes(st.layers, run.batch_size, st.kv_heads, st.head_dim, fixed, element)
+    if grows is None:
+        return _unknown("max_new_tokens unknown", low=low)
+    value = kv_cache_bytes(st.layers, run.batch_size, st.kv_heads, st.head_dim, fixed + grows, element)
+    high = value + KV_CACHE_GROWTH_EXTRA_LAYERS_COUNT * value // st.layers
+    note = f"{st.kv_heads} KV heads x {st.head_dim} x {fixed + grows} positions"
+    return Term(value, value, high, note)
+
+
+def _run_notes(run: RunSpec) -> List[str]:
+    notes: List[str] = []
+    model = run.model
+    if model is None:
+        return notes
+    limit = _int(model.shape, "max_positions")
+    if run.seq_len is not None and limit is not None and model.kind in ("decoder", "encoder", "encoder-decoder"):
+        total = run.seq_len + ((run.max_new_tokens or 0) if run.generation else 0)
+        if total > limit:
+            notes.append(f"sequence length {total} exceeds {model.key}'s {limit} positions")
+    if run.image_size is not None and model.kind not in ("cnn", "vision-transformer"):
+        notes.append(f"image size ignored: {model.key} is a {model.kind}")
+    if run.flash and model.kind == "cnn":
+        notes.append("flash attention does not apply to a CNN")
+    if run.lora and model.kind not in _TRANSFORMER_KINDS:
+        notes.append("LoRA is priced for transformer blocks only")
+    if run.sharding in ("none", "ddp") and run.world_size > 1:
+        notes.append(f"{run.sharding}: each of the {run.world_size} devices holds a full replica")
+    return notes

@@ -1,0 +1,122 @@
+"""The description of one run that the VRAM estimator prices.
+
+A ``RunSpec`` is plain data: what model, what batch, what precision and optimizer, how it is
+distributed. ``estimator.extract.read_run`` fills one from a training script, the command line
+overrides fields on top of it, and ``estimator.costmodel.estimate`` turns it into bytes.
+``sources`` records where each field came from (``"train.py:12"``, ``"command line"``,
+``"default"``), so a report can say why it assumed what it assumed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+
+if TYPE_CHECKING:
+    from .catalogue import ModelSpec
+
+#: The precisions of the contract. ``amp`` = autocast with fp32 weights; ``fp16``/``bf16`` =
+#: the weights themselves cast to half.
+PRECISIONS: Tuple[str, ...] = ("fp32", "amp", "fp16", "bf16")
+
+#: The optimizers of the contract.
+OPTIMIZERS: Tuple[str, ...] = (
+    "sgd",
+    "sgd-momentum",
+    "adam",
+    "adamw",
+    "adamw-8bit",
+    "adafactor",
+    "lion",
+    "rmsprop",
+    "adagrad",
+)
+
+#: The sharding modes of the contract. ``ddp`` replicates; ``zero-1`` shards optimizer state,
+#: ``zero-2`` also gradients, ``zero-3`` and ``fsdp`` (full sharding) also the weights.
+SHARDINGS: Tuple[str, ...] = ("none", "ddp", "fsdp", "zero-1", "zero-2", "zero-3")
+
+#: Rank used when LoRA is switched on without a rank.
+DEFAULT_LORA_RANK = 16
+
+#: Value recorded in ``sources`` for a field given on the command line.
+COMMAND_LINE = "command line"
+
+#: Value recorded in ``sources`` for a field nobody gave.
+DEFAULT = "default"
+
+
+class RunSpecError(ValueError):
+    """A run description that cannot be priced; the message is one line."""
+
+
+@dataclass
+class RunSpec:
+    """What one training (or inference) run puts on each device.
+
+    ``params`` overrides the model's parameter count (and stands in for it when ``model`` is
+    ``None``, for models outside the catalogue). ``None`` in a size field means "not known";
+    the cost model then reports the terms that depend on it as unknown rather than guessing.
+    """
+
+    model: Optional[ModelSpec] = None
+    params: Optional[int] = None
+    batch_size: Optional[int] = None
+    seq_len: Optional[int] = None
+    image_size: Optional[int] = None
+    precision: str = "fp32"
+    optimizer: str = "adamw"
+    checkpointing: bool = False
+    flash: bool = False
+    inference: bool = False
+    generation: bool = False
+    max_new_tokens: Optional[int] = None
+    grad_accum_steps: int = 1
+    world_size: int = 1
+    sharding: str = "none"
+    offload_optimizer: bool = False
+    lora: bool = False
+    lora_rank: int = DEFAULT_LORA_RANK
+    sources: Dict[str, str] = field(default_factory=dict)
+
+    def replace(self, source: Optional[str] = None, **changes: Any) -> RunSpec:
+        """A copy with ``changes`` applied; with ``source``, each changed field is recorded."""
+        sources = dict(self.sources)
+        if source is not None:
+            for name in changes:
+                sources[name] = source
+        return dataclasses.replace(self, sources=sources, **changes)
+
+    @property
+    def model_name(self) -> Optional[str]:
+        return None if self.model is None else self.model.key
+
+    @property
+    def total_params(self) -> Optional[int]:
+        """The parameter count the estimate uses: the override, else the model's."""
+        if self.params is not None:
+            return self.params
+        if self.model is not None:
+            return self.model.params
+        return None
+
+    @property
+    def training(self) -> bool:
+        return not (self.inference or self.generation)
+
+    def check(self) -> None:
+        """Raise ``RunSpecError`` (one line) for values no run can have."""
+        for name in ("batch_size", "seq_len", "image_size", "max_new_tokens", "params"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise RunSpecError(f"{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        for name in ("grad_accum_steps", "world_size", "lora_rank"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise RunSpecError(f"{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        if self.precision not in PRECISIONS:
+            raise RunSpecError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise RunSpecError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        if self.sharding not in SHARDINGS:
+            raise RunSpecError(f"sharding must be one of {', '.join(SHARDINGS)}, got {self.sharding!r}")

@@ -1,0 +1,78 @@
+"""flake8 options of the plugin, registered once and parsed into ``analysis.build.SETTINGS``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, FrozenSet, Iterable, Optional
+
+from .analysis.build import SETTINGS
+
+TARGET_GPU = "--tp-target-gpu"
+GPU_MEMORY = "--tp-gpu-memory"
+
+
+def add_options(option_manager: Any) -> None:
+    """Register the plugin's options, once per option manager."""
+    parser = getattr(option_manager, "parser", None)
+    existing = {getattr(o, "long_option_name", None) for o in getattr(option_manager, "options", ())}
+    if TARGET_GPU in existing or (parser is not None and TARGET_GPU in getattr(parser, "_option_string_actions", {})):
+        return
+    option_manager.add_option(
+        TARGET_GPU,
+        default=None,
+        parse_from_config=True,
+        metavar="NAME",
+        help="GPU or cloud instance the training run must fit (a100-80gb, t4, 8xh100-80gb, p4d.24xlarge); "
+        "turns on TPV001. List names with: python -m flake8_torch_preflight gpus",
+    )
+    option_manager.add_option(
+        GPU_MEMORY,
+        default=None,
+        parse_from_config=True,
+        metavar="SIZE",
+        help="Explicit per-GPU capacity for unlisted hardware, e.g. 48GiB (turns on TPV001).",
+    )
+
+
+def parse_options(options: argparse.Namespace) -> None:
+    """Store the options; a bad GPU name or size is one line on stderr and exit status 2."""
+    target = _clean(getattr(options, "tp_target_gpu", None))
+    memory = _clean(getattr(options, "tp_gpu_memory", None))
+    try:
+        from .estimator import catalogue
+
+        if memory is not None:
+            catalogue.parse_size(memory)
+        if target is not None:
+            catalogue.find_gpu(target)
+    except ValueError as exc:  # catalogue.CatalogueError is a ValueError
+        flag = GPU_MEMORY if memory is not None and "size" in str(exc).lower() else TARGET_GPU
+        sys.stderr.write("flake8: {}: {}\n".format(flag, exc))
+        raise SystemExit(2) from None
+    SETTINGS.target_gpu = target
+    SETTINGS.gpu_memory = memory
+    SETTINGS.selected = _selected_codes(options)
+
+
+def _clean(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    value = str(value).strip()
+    return value or None
+
+
+def _selected_codes(options: argparse.Namespace) -> Optional[FrozenSet[str]]:
+    """Codes flake8 will report, so unselected rules skip their work (None = unknown, run all)."""
+    from .rules import ALL_RULES
+
+    try:
+        from flake8.style_guide import Decision, DecisionEngine
+
+        engine = DecisionEngine(options)
+        return frozenset(r.code for r in ALL_RULES if engine.decision_for(r.code) is Decision.Selected)
+    except Exception:  # flake8 internals moved: do the work for every code
+        return None
+
+
+def codes(rules: Iterable[Any]) -> FrozenSet[str]:
+    return frozenset(r.code for r in rules)

@@ -1,0 +1,197 @@
+"""TP003 missing-zero-grad: backward() in a loop that steps an optimizer it never zeroes."""
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from astroid import nodes
+
+from ..analysis import dataflow, infer, loops
+from ..analysis.torch_names import GRAD_SCALERS, OPTIMIZER_BASES
+from ._base import Rule, register
+
+#: Method names that clear gradients when called on an optimizer or a module.
+GRAD_RESETS = frozenset({"zero_grad"})
+
+#: Tensor methods that clear a ``.grad`` in place (``p.grad.zero_()``).
+GRAD_TENSOR_RESETS = frozenset({"zero_", "detach_", "fill_"})
+
+#: Fallback, used only when a receiver's binding cannot be resolved (a function
+#: parameter, an opaque call): names people give optimizers.
+OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|\d|$)", re.IGNORECASE)
+
+
+@register
+class MissingZeroGrad(Rule):
+    code, slug = "TP003", "missing-zero-grad"
+    message = (
+        "backward() runs every iteration but {name} is never zeroed in this loop, so .grad keeps the sum "
+        "of all earlier gradients and each {name}.step() applies a growing, wrong update. "
+        "Call {name}.zero_grad() once per iteration (before backward() or after step())."
+    )
+    rationale = (
+        "PyTorch adds new gradients into .grad instead of overwriting them. A loop that calls backward() "
+        "and optimizer.step() without zero_grad() (on the optimizer, or on the model whose parameters it "
+        "holds) applies the sum of every gradient so far at every step: the run does not crash, it diverges "
+        "or learns garbage. The rule looks at the smallest loop that steps the optimizer, including helper "
+        "functions of the file called from it; zero_grad() anywhere in that loop, even inside an if (for "
+        "deliberate gradient accumulation), counts. A loop that never steps (full-batch accumulation) is "
+        "not flagged."
+    )
+
+    def visit_for(self, node: nodes.For) -> None:
+        self._check_loop(node)
+
+    def visit_while(self, node: nodes.While) -> None:
+        self._check_loop(node)
+
+    def _check_loop(self, loop: "loops.Loop") -> None:
+        calls = loops.loop_calls(loop)
+        if not any(infer.method_name(c) == "step" for c in calls):
+            return  # cheap syntactic check first
+        backwards = [c for c in calls if _is_backward(c)]
+        if not backwards:
+            return
+        clears_all = any(_clears_grad_tensor(c) for c in calls) or _assigns_grad_none(loop)
+        if clears_all:
+            return
+        resets = [c.func.expr for c in calls if infer.method_name(c) in GRAD_RESETS and isinstance(c.func, nodes.Attribute)]
+        for step_call, optimizer in _owned_steps(loop, calls):
+            if any(_clears(reset, optimizer) for reset in resets):
+                continue
+            target = _backward_before(backwards, calls, step_call)
+            self.report(target, name=dataflow.binding_text(optimizer))
+
+
+def _is_backward(call: nodes.Call) -> bool:
+    """``loss.backward()``, ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``,
+    ``torch.autograd.backward(loss)``: a method call named backward."""
+    return infer.method_name(call) == "backward"
+
+
+def _clears_grad_tensor(call: nodes.Call) -> bool:
+    """``p.grad.zero_()`` or ``p.grad = None`` style resets clear every parameter in reach."""
+    if infer.method_name(call) not in GRAD_TENSOR_RESETS:
+        return False
+    receiver = call.func.expr  # type: ignore[union-attr]
+    while isinstance(receiver, nodes.Attribute) and receiver.attrname == "data":
+        receiver = receiver.expr
+    return isinstance(receiver, nodes.Attribute) and receiver.attrname == "grad"
+
+
+def _assigns_grad_none(loop: "loops.Loop") -> bool:
+    for assign in loop.nodes_of_class(nodes.AssignAttr):
+        if assign.attrname == "grad":
+            return True
+    return False
+
+
+def _owned_steps(loop: "loops.Loop", calls: List[nodes.Call]) -> List[Tuple[nodes.Call, nodes.NodeNG]]:
+    """(step call, optimizer expression) for optimizer steps whose innermost loop is ``loop``."""
+    owned = []
+    for call in calls:
+        if infer.method_name(call) != "step":
+            continue
+        if not _owned_by(call, loop):
+            continue
+        optimizer = _stepped_optimizer(call)
+        if optimizer is not None:
+            owned.append((call, optimizer))
+    return owned
+
+
+def _owned_by(call: nodes.Call, loop: "loops.Loop") -> bool:
+    """Is ``loop`` the innermost loop that runs ``call``?  A call in a loop-free helper runs once
+    per iteration of the loop that calls the helper."""
+    inner = loops.innermost(call)
+    if _inside(call, loop):
+        return inner is loop
+    return inner is None
+
+
+def _inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _stepped_optimizer(call: nodes.Call) -> Optional[nodes.NodeNG]:
+    """The optimizer a ``step`` call updates, or None when it is not an optimizer step."""
+    receiver = call.func.expr  # type: ignore[union-attr]
+    if infer.is_instance_of(receiver, GRAD_SCALERS) or _named_scaler(receiver):
+        if call.args and not isinstance(call.args[0], nodes.Starred):
+            return call.args[0] if _is_optimizer(call.args[0]) else None
+        return None
+    return receiver if _is_optimizer(receiver) else None
+
+
+def _named_scaler(expr: nodes.NodeNG) -> bool:
+    name = dataflow.terminal_name(expr)
+    return infer.safe_infer(expr) is None and name is not None and "scaler" in name.lower()
+
+
+def _is_optimizer(expr: nodes.NodeNG) -> bool:
+    """Resolved to a torch optimizer; or unresolvable and named like one."""
+    if infer.is_instance_of(expr, OPTIMIZER_BASES):
+        return True
+    if infer.safe_infer(expr) is not None:
+        return False  # bound to something else: a scheduler, an environment, a user object
+    name = dataflow.terminal_name(expr)
+    return name is not None and OPTIMIZER_NAME.search(name) is not None
+
+
+def _clears(reset: nodes.NodeNG, optimizer: nodes.NodeNG) -> bool:
+    """Does ``reset.zero_grad()`` clear the gradients ``optimizer`` steps with?  In doubt: yes."""
+    if dataflow.binding_text(reset) == dataflow.binding_text(optimizer):
+        return True
+    if _is_optimizer(reset):
+        return not _different_optimizers(reset, optimizer)
+    # A module (or something unknown): it clears the optimizer's gradients unless
+    # the optimizer provably holds another module's parameters.
+    owner = _parameter_owner(optimizer)
+    return owner is None or owner == dataflow.binding_text(_unwrap_module(reset))
+
+
+def _different_optimizers(a: nodes.NodeNG, b: nodes.NodeNG) -> bool:
+    sites_a = _construction_sites(a)
+    sites_b = _construction_sites(b)
+    if sites_a and sites_b:
+        return not (sites_a & sites_b)
+    # Two differently named optimizer-like bindings that cannot be resolved.
+    return sites_a is None and sites_b is None
+
+
+def _construction_sites(expr: nodes.NodeNG) -> Optional[set]:
+    values = dataflow.assigned_values(expr) if isinstance(expr, (nodes.Name, nodes.Attribute)) else None
+    if not values or not all(isinstance(v, nodes.Call) for v in values):
+        return None
+    return {id(v) for v in values}
+
+
+def _parameter_owner(optimizer: nodes.NodeNG) -> Optional[str]:
+    """``model`` for an optimizer built as ``Adam(model.parameters(), ...)``; None when unknown."""
+    values = dataflow.assigned_values(optimizer) if isinstance(optimizer, (nodes.Name, nodes.Attribute)) else None
+    if not values or len(values) != 1 or not isinstance(values[0], nodes.Call) or not values[0].args:
+        return None
+    params = values[0].args[0]
+    if isinstance(params, nodes.Call) and infer.method_name(params) in ("parameters", "named_parameters"):
+        return dataflow.binding_text(_unwrap_module(params.func.expr))  # type: ignore[union-attr]
+    return None
+
+
+def _unwrap_module(expr: nodes.NodeNG) -> nodes.NodeNG:
+    """``model`` for ``model.module`` (a DDP wrapper's inner model)."""
+    if isinstance(expr, nodes.Attribute) and expr.attrname == "module":
+        return expr.expr
+    return expr
+
+
+def _backward_before(backwards: List[nodes.Call], calls: List[nodes.Call], step: nodes.Call) -> nodes.Call:
+    """The last backward() before ``step`` in iteration order (else the first backward)."""
+    position = {id(c): i for i, c in enumerate(calls)}
+    before = [b for b in backwards if position[id(b)] < position[id(step)]]
+    return before[-1] if before else backwards[0]
+

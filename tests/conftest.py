@@ -1,0 +1,7 @@
+"""Make tests/harness.py importable from every test module."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
