@@ -88,11 +88,17 @@ def run_plugin(path: Path, source: str, codes: Iterable[str], options: Sequence[
         build._last = None
 
 
-def compare(path: Path, source: Optional[str] = None, codes: Optional[Iterable[str]] = None) -> Tuple[List, List, str]:
+def compare(
+    path: Path,
+    source: Optional[str] = None,
+    codes: Optional[Iterable[str]] = None,
+    extra_options: Sequence[str] = (),
+) -> Tuple[List, List, str]:
     """(expected, actual, table) for a fixture; the table explains a mismatch."""
     source = source if source is not None else path.read_text(encoding="utf-8")
     enabled = set(codes) if codes is not None else codes_for(path, source)
     _, options = headers(source)
+    options = [*options, *extra_options]
     expected = [e for e in read_markers(source) if e[1] in enabled]
     results = run_plugin(path, source, enabled, options)
     actual: List[Expected] = []

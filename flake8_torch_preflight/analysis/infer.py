@@ -8,7 +8,8 @@ changed.
 from __future__ import annotations
 
 import itertools
-from typing import Iterator, List, Optional
+import weakref
+from typing import Dict, Iterator, List, Optional
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
@@ -45,10 +46,18 @@ def _qname_of(value: object) -> Optional[str]:
     return None
 
 
-def safe_infer(node: nodes.NodeNG) -> Optional[object]:
-    """The single value ``node`` infers to, or None when unknown or ambiguous."""
+def safe_infer(node: nodes.NodeNG, _depth: int = 2) -> Optional[object]:
+    """The single value ``node`` infers to, or None when unknown or ambiguous.
+
+    A function parameter that astroid cannot infer is resolved through the
+    call sites of its function in the same file: when every call passes an
+    argument that infers to the same thing, that is the parameter's value
+    (``train(model, loader, criterion)`` called as ``train(net, dl, nn.CrossEntropyLoss())``).
+    """
     values = _infer_all(node)
-    if values is None:
+    if values is None or all(isinstance(v, UninferableBase) for v in values):
+        if _depth > 0 and isinstance(node, nodes.Name):
+            return _infer_from_call_sites(node, _depth - 1)
         return None
     first = values[0]
     if isinstance(first, UninferableBase):
@@ -198,3 +207,82 @@ def iter_calls(node: nodes.NodeNG) -> Iterator[nodes.Call]:
             if not isinstance(child, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda))
         ]
         stack.extend(reversed(children))
+
+
+_CALL_SITES: "weakref.WeakKeyDictionary[nodes.Module, Dict[str, List[nodes.Call]]]" = weakref.WeakKeyDictionary()
+
+
+def _calls_by_name(module: nodes.Module) -> Dict[str, List[nodes.Call]]:
+    table = _CALL_SITES.get(module)
+    if table is None:
+        table = {}
+        for call in module.nodes_of_class(nodes.Call):
+            if isinstance(call.func, nodes.Name):
+                table.setdefault(call.func.name, []).append(call)
+        _CALL_SITES[module] = table
+    return table
+
+
+def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+    """Argument expressions every in-file call site passes for the parameter ``name`` is bound to.
+
+    None when ``name`` is not a parameter of a plain function, when the
+    function has no call site in the file, or when a call site is opaque
+    (``*args``/``**kwargs``) for this parameter.  Defaults count as arguments.
+    """
+    try:
+        _, bindings = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return None
+    if len(bindings) != 1 or not isinstance(bindings[0], nodes.AssignName):
+        return None
+    arguments = bindings[0].parent
+    func = arguments.parent if isinstance(arguments, nodes.Arguments) else None
+    if not isinstance(func, nodes.FunctionDef) or func.is_method():
+        return None
+    positional = [a.name for a in (arguments.posonlyargs or []) + (arguments.args or [])]
+    calls = _calls_by_name(func.root()).get(func.name, [])
+    if not calls:
+        return None
+    found: List[nodes.NodeNG] = []
+    for call in calls:
+        value = _argument_for(call, name.name, positional, arguments)
+        if value is None:
+            return None
+        found.append(value)
+    return found
+
+
+def _argument_for(
+    call: nodes.Call, param: str, positional: List[str], arguments: nodes.Arguments
+) -> Optional[nodes.NodeNG]:
+    for kw in call.keywords or ():
+        if kw.arg == param:
+            return kw.value
+        if kw.arg is None:
+            return None  # **kwargs may hold it
+    if param in positional:
+        index = positional.index(param)
+        if any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]):
+            return None
+        if index < len(call.args):
+            return call.args[index]
+    try:
+        default = arguments.default_value(param)
+    except Exception:
+        return None
+    return default if isinstance(default, nodes.NodeNG) else None
+
+
+def _infer_from_call_sites(name: nodes.Name, depth: int) -> Optional[object]:
+    args = parameter_arguments(name)
+    if not args or len(args) > MAX_RESULTS:
+        return None
+    results = [safe_infer(a, depth) for a in args]
+    first = results[0]
+    if first is None:
+        return None
+    key = _qname_of(first)
+    if key is None or any(r is None or _qname_of(r) != key or type(r) is not type(first) for r in results[1:]):
+        return None
+    return first

@@ -531,7 +531,7 @@ def _target(key: str, entry: Mapping[str, Any], count: int = 1, instance: Option
     name = str(entry["name"]) if count == 1 else f"{count}x {entry['name']}"
     return GpuTarget(
         key=label or key,
-        name=f"{instance} ({name})" if instance is not None else name,
+        name=f"{label or instance} ({name})" if instance is not None else name,
         count=count,
         memory_bytes=int(entry["memory_mib"]) * MIB,
         usable_bytes=int(entry["usable_mib"]) * MIB,
@@ -590,9 +590,14 @@ def find_gpu(name: str) -> GpuTarget:
     if match is not None:
         count = int(match.group(1))
         inner = _lookup_gpu(match.group(2))
-        if count >= 1 and inner is not None and inner.instance is None:
+        if inner is not None and count < 1:
+            raise CatalogueError(f"invalid device count in '{name.strip()}': it must be at least 1")
+        if inner is not None:
             gpus = _gpu_table()[0]
             key = inner.gpu_key or inner.key
+            if inner.instance is not None:  # "2xp4d.24xlarge": two instances
+                return _target(key, gpus[key], count * inner.count, inner.instance, f"{count}x{inner.key}",
+                               inner.source)
             return _target(key, gpus[key], count, None, f"{count}x{key}")
     exact = _gpu_table()[2]
     query = match.group(2) if match is not None else name

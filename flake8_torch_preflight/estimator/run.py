@@ -81,7 +81,7 @@ class RunSpec:
 
     def replace(self, source: Optional[str] = None, **changes: Any) -> RunSpec:
         """A copy with ``changes`` applied; with ``source``, each changed field is recorded."""
-        sources = dict(self.sources)
+        sources = dict(changes.pop("sources", self.sources))
         if source is not None:
             for name in changes:
                 sources[name] = source

@@ -1,0 +1,282 @@
+"""What would make the run fit: candidate changes as data, each priced, then the smallest set.
+
+A ``Candidate`` is a label, a pure ``RunSpec -> RunSpec`` function, a disruption rank (how
+much it changes the training code or its behaviour; lower is easier) and an exclusive group
+(two micro-batch sizes or two sharding modes never combine). ``solve(estimate)`` prices each
+candidate alone (``savings``, ranked by fits, then disruption, then bytes saved), then looks
+for the combination with the fewest changes that fits the point estimate, preferring one that
+fits the whole interval, then the least total disruption, then the lowest peak; when that
+combination fits only the point, it also names the smallest that fits the whole interval.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .costmodel import Estimate, estimate
+
+if TYPE_CHECKING:
+    from .catalogue import GpuTarget
+    from .run import RunSpec
+
+#: ASSUMED disruption ranks (1 = a flag, 5 = a different training method): flash/SDPA is a
+#: drop-in kernel; a smaller micro-batch and checkpointing cost speed, not results; 8-bit AdamW
+#: and bf16 weights change numerics slightly; sharding needs a multi-GPU launcher; offload
+#: moves the optimizer to the host (slow steps); LoRA changes what is trained.
+DISRUPTION_RANKS: Dict[str, int] = {
+    "attention": 1,
+    "micro-batch": 2,
+    "checkpointing": 2,
+    "optimizer": 3,
+    "precision": 3,
+    "sharding": 4,
+    "offload": 4,
+    "lora": 5,
+}
+
+#: ASSUMED: LoRA is offered for fine-tunes of at least this many parameters ("large").
+LORA_SUGGEST_MIN_PARAMS_COUNT = 1_000_000_000
+
+_TRANSFORMER_KINDS = ("decoder", "encoder", "encoder-decoder", "vision-transformer")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One change: ``apply`` returns the changed run; one per ``group`` in a combination."""
+
+    label: str
+    apply: Callable[[RunSpec], RunSpec]
+    disruption: int
+    group: str
+
+
+@dataclass(frozen=True)
+class Saving:
+    """A candidate priced alone against the original run."""
+
+    candidate: Candidate
+    after: Estimate
+    saves_bytes: Optional[int]
+
+    @property
+    def change(self) -> str:
+        return self.candidate.label
+
+    @property
+    def peak_after_bytes(self) -> int:
+        return self.after.peak_bytes
+
+    @property
+    def fits(self) -> Optional[bool]:
+        return self.after.fits
+
+
+@dataclass(frozen=True)
+class Combination:
+    """Candidates applied in order, with each step's marginal saving."""
+
+    steps: Tuple[Tuple[Candidate, Optional[int]], ...]
+    after: Estimate
+
+    @property
+    def labels(self) -> List[str]:
+        return [candidate.label for candidate, _ in self.steps]
+
+    @property
+    def fits_interval(self) -> bool:
+        return bool(self.after.fits_interval)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """The solver's answer for one estimate.
+
+    ``status``: ``fits`` (nothing to change), ``solved`` (``combination`` fits the point,
+    and ``combination.fits_interval`` says whether the whole interval too), ``nothing-fits``,
+    ``unknown`` (unknown terms: no fit can be shown), ``no-gpu``. ``message`` says it in words.
+    """
+
+    before: Estimate
+    savings: Tuple[Saving, ...]
+    status: str
+    message: str
+    combination: Optional[Combination] = None
+    interval_combination: Optional[Combination] = None
+
+
+# ================================================================================ candidates
+
+
+def _device_count(run: RunSpec, gpu: Optional[GpuTarget]) -> int:
+    return max(gpu.count if gpu is not None else 1, run.world_size)
+
+
+def micro_batch_levels(batch: int) -> List[int]:
+    """Micro-batch sizes that keep the effective batch exact: halvings, then 1."""
+    levels: List[int] = []
+    size = batch
+    while size % 2 == 0 and size > 1:
+        size //= 2
+        levels.append(size)
+    if batch > 1 and 1 not in levels:
+        levels.append(1)
+    return levels
+
+
+def candidates(run: RunSpec, gpu: Optional[GpuTarget]) -> List[Candidate]:
+    """Every change that applies to ``run`` (all micro-batch levels included)."""
+    found: List[Candidate] = []
+    kind = run.model.kind if run.model is not None else None
+    transformer = kind in _TRANSFORMER_KINDS
+
+    def add(label: str, group: str, apply: Callable[[RunSpec], RunSpec]) -> None:
+        found.append(Candidate(label, apply, DISRUPTION_RANKS[group], group))
+
+    if transformer and not run.flash:
+        add("flash/SDPA attention", "attention", lambda r: r.replace(flash=True))
+    if run.training and transformer and not run.checkpointing:
+        add("gradient checkpointing", "checkpointing", lambda r: r.replace(checkpointing=True))
+    if run.training and run.optimizer in ("adam", "adamw") and not run.offload_optimizer:
+        add("8-bit AdamW", "optimizer", lambda r: r.replace(optimizer="adamw-8bit"))
+    if run.precision in ("fp32", "amp") and (gpu is None or gpu.bf16):
+        add("bf16 weights", "precision", lambda r: r.replace(precision="bf16"))
+    if run.batch_size is not None:
+        batch = run.batch_size
+        for size in micro_batch_levels(batch):
+            factor = batch // size
+            if run.training:
+                label = f"micro-batch {batch} -> {size} with {factor}x gradient accumulation"
+            else:
+                label = f"batch {batch} -> {size} ({factor} passes)"
+            add(label, "micro-batch", _micro_batch(size, factor))
+    devices = _device_count(run, gpu)
+    if run.training and devices > 1:
+        if run.sharding not in ("zero-2", "zero-3", "fsdp") or run.world_size != devices:
+            add(f"ZeRO-2 over {devices} GPUs", "sharding", lambda r: r.replace(sharding="zero-2", world_size=devices))
+        if run.sharding not in ("zero-3", "fsdp") or run.world_size != devices:
+            add(f"FSDP full sharding over {devices} GPUs", "sharding",
+                lambda r: r.replace(sharding="fsdp", world_size=devices))
+    if run.training and run.optimizer != "sgd" and not run.offload_optimizer:
+        add("optimizer offload to CPU", "offload", lambda r: r.replace(offload_optimizer=True))
+    params = run.total_params
+    if (run.training and transformer and not run.lora and params is not None
+            and params >= LORA_SUGGEST_MIN_PARAMS_COUNT):
+        add(f"LoRA (rank {run.lora_rank}) instead of full fine-tuning", "lora", lambda r: r.replace(lora=True))
+    return found
+
+
+def _micro_batch(size: int, factor: int) -> Callable[[RunSpec], RunSpec]:
+    def apply(run: RunSpec) -> RunSpec:
+        return run.replace(batch_size=size, grad_accum_steps=run.grad_accum_steps * factor)
+
+    return apply
+
+
+# ==================================================================================== solving
+
+
+def _saves(before: Estimate, after: Estimate) -> Optional[int]:
+    """Bytes saved at the point; None when the two estimates do not leave out the same terms."""
+    if before.unknown_terms != after.unknown_terms:
+        return None
+    return before.peak_bytes - after.peak_bytes
+
+
+def _fits_rank(fits: Optional[bool]) -> int:
+    return 0 if fits else (1 if fits is None else 2)
+
+
+def rank_key(saving: Saving) -> Tuple[int, int, int, str]:
+    """Fits first (yes, unknown, no), then lower disruption, then more bytes saved."""
+    saves = saving.saves_bytes if saving.saves_bytes is not None else -(2**62)
+    return (_fits_rank(saving.fits), saving.candidate.disruption, -saves, saving.candidate.label)
+
+
+def _apply_all(before: Estimate, chosen: Sequence[Candidate]) -> Combination:
+    run, current = before.run, before
+    steps: List[Tuple[Candidate, Optional[int]]] = []
+    for candidate in chosen:
+        run = candidate.apply(run)
+        after = estimate(run, before.gpu)
+        steps.append((candidate, _saves(current, after)))
+        current = after
+    return Combination(tuple(steps), current)
+
+
+def _combinations(pool: Sequence[Candidate]) -> List[Tuple[Candidate, ...]]:
+    groups: Dict[str, List[Candidate]] = {}
+    for candidate in pool:
+        groups.setdefault(candidate.group, []).append(candidate)
+    options = [[None] + members for members in groups.values()]  # type: List[List[Optional[Candidate]]]
+    combos: List[Tuple[Candidate, ...]] = []
+    for pick in itertools.product(*options):
+        chosen = tuple(sorted((c for c in pick if c is not None), key=lambda c: (c.disruption, c.group)))
+        if chosen:
+            combos.append(chosen)
+    combos.sort(key=lambda combo: (len(combo), sum(c.disruption for c in combo)))
+    return combos
+
+
+def _best(found: List[Combination]) -> Optional[Combination]:
+    if not found:
+        return None
+    return min(
+        found,
+        key=lambda c: (len(c.steps), not c.fits_interval, sum(s[0].disruption for s in c.steps), c.after.peak_bytes),
+    )
+
+
+def solve(before: Estimate) -> Solution:
+    """Price every candidate for ``before.run`` on ``before.gpu`` and find the smallest fix."""
+    run, gpu = before.run, before.gpu
+    pool = candidates(run, gpu)
+    # the savings list shows the first micro-batch level only; the search uses them all
+    shown: List[Candidate] = []
+    for candidate in pool:
+        if candidate.group == "micro-batch" and any(c.group == "micro-batch" for c in shown):
+            continue
+        shown.append(candidate)
+    savings = []
+    for candidate in shown:
+        after = estimate(candidate.apply(run), gpu)
+        savings.append(Saving(candidate, after, _saves(before, after)))
+    ranked = tuple(sorted(savings, key=rank_key))
+    if gpu is None:
+        return Solution(before, ranked, "no-gpu", "no GPU given")
+    if before.fits:
+        return Solution(before, ranked, "fits", f"fits on {gpu.key} as it is")
+    point: List[Combination] = []
+    interval: List[Combination] = []
+    smallest_point: Optional[int] = None
+    smallest_interval: Optional[int] = None
+    for combo in _combinations(pool):
+        if smallest_interval is not None and len(combo) > smallest_interval:
+            break  # combinations come smallest first; the interval fit is no larger than this
+        result = _apply_all(before, combo)
+        if not result.after.fits:
+            continue
+        if smallest_point is None:
+            smallest_point = len(combo)
+        if len(combo) == smallest_point:
+            point.append(result)
+        if result.fits_interval:
+            smallest_interval = len(combo) if smallest_interval is None else smallest_interval
+            interval.append(result)
+    combination = _best(point)
+    if combination is None:
+        if before.fits is None:
+            unknown = ", ".join(before.unknown_terms)
+            return Solution(before, ranked, "unknown", f"cannot tell whether it fits: {unknown} unknown")
+        devices = _device_count(run, gpu)
+        if devices > 1:
+            message = f"nothing fits, even sharded over {devices} devices; a larger GPU is needed"
+        else:
+            message = "nothing on one device fits; shard over more GPUs or use a larger GPU"
+        return Solution(before, ranked, "nothing-fits", message)
+    if combination.fits_interval:
+        return Solution(before, ranked, "solved", "fits the whole interval with: " + ", ".join(combination.labels),
+                        combination, combination)
+    robust = _best(interval)
+    message = "fits the point estimate (not the whole interval) with: " + ", ".join(combination.labels)
+    return Solution(before, ranked, "solved", message, combination, robust)
