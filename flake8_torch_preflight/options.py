@@ -47,7 +47,8 @@ def parse_options(options: argparse.Namespace) -> None:
             catalogue.find_gpu(target)
     except ValueError as exc:  # catalogue.CatalogueError is a ValueError
         flag = GPU_MEMORY if memory is not None and "size" in str(exc).lower() else TARGET_GPU
-        sys.stderr.write("flake8: {}: {}\n".format(flag, exc))
+        text = str(exc).replace("--gpu-memory", GPU_MEMORY)
+        sys.stderr.write("flake8: {}: {}\n".format(flag, text))
         raise SystemExit(2) from None
     SETTINGS.target_gpu = target
     SETTINGS.gpu_memory = memory

@@ -8,13 +8,23 @@ one line on stderr starting with ``estimate: ``, never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any, Dict, List, NoReturn, Optional, Sequence
 
 from .. import __version__
-from .catalogue import CatalogueError, GpuTarget, find_gpu, find_model, gpu_from_memory, list_gpus, list_instances, list_models
+from .catalogue import (
+    CatalogueError,
+    GpuTarget,
+    find_gpu,
+    find_model,
+    gpu_from_memory,
+    list_gpus,
+    list_instances,
+    list_models,
+)
 from .costmodel import estimate
 from .report import gib, render_text, to_json
 from .run import COMMAND_LINE, DEFAULT, DEFAULT_LORA_RANK, OPTIMIZERS, PRECISIONS, SHARDINGS, RunSpec, RunSpecError
@@ -29,7 +39,7 @@ _COUNT_SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
 class _Exit(Exception):
     def __init__(self, status: int, message: Optional[str] = None) -> None:
-        super().__init__(message)
+        super().__init__(status, message)
         self.status = status
         self.message = message
 
@@ -79,14 +89,16 @@ def _build_parser() -> _Parser:
     est = commands.add_parser("estimate", help="project the peak GPU memory of a run",
                               description="Project the peak GPU memory of a run, per device.")
     est.add_argument("script", nargs="?", metavar="SCRIPT", help="training script to read the run from")
-    est.add_argument("--model", metavar="NAME", help="catalogue name or Hugging Face id (gpt2, meta-llama/Llama-2-7b-hf)")
+    est.add_argument("--model", metavar="NAME",
+                     help="catalogue name or Hugging Face id (gpt2, meta-llama/Llama-2-7b-hf)")
     est.add_argument("--params", type=_count, metavar="N", help="parameter count, for models outside the catalogue")
     est.add_argument("--gpu", metavar="NAME", help="GPU or cloud instance (t4, a100-80gb, 8xh100-80gb, p4d.24xlarge)")
     est.add_argument("--gpu-memory", metavar="SIZE", help="explicit capacity for unlisted hardware, e.g. 48GiB")
     est.add_argument("--batch-size", type=_positive, metavar="N", help="micro-batch size per device")
     est.add_argument("--seq-len", type=_positive, metavar="N", help="sequence length (prompt length when generating)")
     est.add_argument("--image-size", type=_positive, metavar="N", help="image side in pixels (image models)")
-    est.add_argument("--precision", choices=PRECISIONS, help="amp = autocast with fp32 weights; fp16/bf16 = half weights")
+    est.add_argument("--precision", choices=PRECISIONS,
+                     help="amp = autocast with fp32 weights; fp16/bf16 = half weights")
     est.add_argument("--optimizer", choices=OPTIMIZERS)
     est.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=None,
                      help="gradient (activation) checkpointing")
@@ -103,6 +115,8 @@ def _build_parser() -> _Parser:
     est.add_argument("--sharding", choices=SHARDINGS)
     est.add_argument("--offload-optimizer", action=argparse.BooleanOptionalAction, default=None,
                      help="optimizer state (and master weights) in host memory")
+    est.add_argument("--fused-optimizer", action=argparse.BooleanOptionalAction, default=None,
+                     help="single-kernel optimizer step (fused=True), no foreach temporaries")
     est.add_argument("--lora", type=_positive, nargs="?", const=DEFAULT_LORA_RANK, metavar="RANK",
                      help=f"LoRA adapters on every linear layer (rank {DEFAULT_LORA_RANK} when not given)")
     est.add_argument("--format", choices=("text", "json"), default="text")
@@ -122,7 +136,7 @@ def _fail(message: str) -> NoReturn:
 
 def _read_script(path: str) -> RunSpec:
     try:
-        from . import extract  # noqa: F401  (filled in by a later issue)
+        extract = importlib.import_module(_EXTRACT_MODULE)  # filled in by a later issue
     except ModuleNotFoundError as err:
         if err.name in (_EXTRACT_MODULE, None):
             _fail(EXTRACT_MISSING)
@@ -158,6 +172,7 @@ _OVERRIDES = (
     "world_size",
     "sharding",
     "offload_optimizer",
+    "fused_optimizer",
 )
 
 
@@ -294,3 +309,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (CatalogueError, RunSpecError) as err:
         sys.stderr.write(f"{PROG}: {_one_line(str(err))}\n")
         return 2
+
+
+def estimate_main(argv: Optional[Sequence[str]] = None) -> int:
+    """The ``tp-estimate`` console script: the ``estimate`` command alone."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["estimate"]:
+        arguments = arguments[1:]
+    return main(["estimate"] + arguments)

@@ -200,7 +200,8 @@ OPTIMIZER_STATE_TENSORS_COUNT: Dict[str, int] = {
 #: (2/rank for LoRA adapters).
 ADAFACTOR_FACTORED_VECTORS_COUNT = 2.0
 #: PUBLISHED torch/optim/{adam,adamw,rmsprop,adagrad}.py ``_multi_tensor_*`` (foreach, the
-#: CUDA default): ``torch._foreach_sqrt`` of the second moment allocates one state-sized copy.
+#: CUDA default): ``torch._foreach_sqrt`` of the second moment allocates one state-sized copy;
+#: the fused step (``fused=True``) and the per-tensor loop (``foreach=False``) do not.
 OPTIMIZER_STEP_TEMPORARY_COPIES: Dict[str, int] = {"adam": 1, "adamw": 1, "rmsprop": 1, "adagrad": 1}
 
 #: PUBLISHED Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054) §3.1: mixed-precision training
@@ -323,8 +324,9 @@ class Estimate:
 
     @property
     def peak_bytes(self) -> int:
-        """The sum of the known terms; a lower bound when ``unknown_terms`` is not empty."""
-        return sum(term.bytes for term in self.terms.values() if term.bytes is not None)
+        """The sum of the terms; with ``unknown_terms``, a lower bound: known terms plus the
+        lower bounds of the unknown ones."""
+        return sum(term.bytes if term.bytes is not None else term.low for term in self.terms.values())
 
     @property
     def peak_is_lower_bound(self) -> bool:
@@ -558,11 +560,11 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         image, patch = run.image_size or _int(shape, "image_size"), _int(shape, "patch_size")
         if st is None or not image or not patch:
             return None, "the catalogue shape lacks the widths or patch size"
-        seq = (image // patch) ** 2 + (1 if shape.get("cls_token", True) else 0)
+        patches = (image // patch) ** 2 + (1 if shape.get("cls_token", True) else 0)
         channels = _int(shape, "channels") or 3
         if run.training:
             acts.add("patch_input", batch * channels * image * image * dt["matmul"])
-        recompute.append(_stack_activations(acts, "", st, dt, run, batch, seq))
+        recompute.append(_stack_activations(acts, "", st, dt, run, batch, patches))
         text = shape.get("text")
         if isinstance(text, Mapping):
             text_stack, text_seq = _stack(text), _int(text, "max_positions")
@@ -789,7 +791,8 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
         full = None if params is None else params * FP32_BYTES
         why = "parameter count unknown" if params is None else "LoRA adapter size unknown (no transformer shape)"
         terms["gradients"] = _unknown(why, high=full)
-        terms["optimizer_state"] = ZERO if run.offload_optimizer else _unknown(why, high=None if full is None else 2 * full)
+        state_high = None if full is None else 2 * full
+        terms["optimizer_state"] = ZERO if run.offload_optimizer else _unknown(why, high=state_high)
         terms["master_weights"] = ZERO if not master or run.offload_optimizer else _unknown(why, high=full)
         terms["optimizer_step"] = ZERO if run.offload_optimizer else _unknown(why)
     else:
@@ -814,8 +817,9 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
             else:
                 terms["optimizer_state"] = _exact(elements * state_bytes / o_div)
             terms["master_weights"] = _exact(trainable * MASTER_WEIGHT_BYTES / o_div) if master else ZERO
-            copies = OPTIMIZER_STEP_TEMPORARY_COPIES.get(run.optimizer, 0)
-            terms["optimizer_step"] = _exact(copies * (elements or 0) * state_bytes / o_div) if copies else ZERO
+            copies = 0 if run.fused_optimizer else OPTIMIZER_STEP_TEMPORARY_COPIES.get(run.optimizer, 0)
+            # one parameter-sized temporary per copy (the sqrt of the second moment)
+            terms["optimizer_step"] = _exact(copies * trainable * state_bytes / o_div) if copies else ZERO
 
     # autocast cache
     if run.precision != "amp":
@@ -853,14 +857,17 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
 
     # fragmentation
     allocated = [terms[name] for name in _ALLOCATED]
-    low = int(FRAGMENTATION_LOW_FRACTION * sum(t.low for t in allocated))
+    frag_low = int(FRAGMENTATION_LOW_FRACTION * sum(t.low for t in allocated))
     highs = [t.high for t in allocated]
-    high = None if any(h is None for h in highs) else int(math.ceil(FRAGMENTATION_HIGH_FRACTION * sum(h or 0 for h in highs)))
+    frag_high: Optional[int] = None
+    if all(h is not None for h in highs):
+        frag_high = int(math.ceil(FRAGMENTATION_HIGH_FRACTION * sum(h or 0 for h in highs)))
     if any(t.bytes is None for t in allocated):
-        terms["fragmentation"] = _unknown("a fraction of an allocated total that is not known", low, high)
+        terms["fragmentation"] = _unknown("a fraction of an allocated total that is not known", frag_low, frag_high)
     else:
         point = int(math.ceil(FRAGMENTATION_FRACTION * sum(t.bytes or 0 for t in allocated)))
-        terms["fragmentation"] = Term(point, low, high, f"{FRAGMENTATION_FRACTION:.0%} of the allocated total")
+        note = f"{FRAGMENTATION_FRACTION:.0%} of the allocated total"
+        terms["fragmentation"] = Term(point, frag_low, frag_high, note)
 
     notes.extend(_run_notes(run))
     ordered = {name: terms[name] for name in TERMS}
@@ -875,7 +882,9 @@ def _layer_count(run: RunSpec) -> Optional[int]:
     return total or None
 
 
-def kv_cache_bytes(layers: int, batch: int, kv_heads: int, head_dim: int, positions: int, bytes_per_element: int) -> int:
+def kv_cache_bytes(
+    layers: int, batch: int, kv_heads: int, head_dim: int, positions: int, bytes_per_element: int
+) -> int:
     """K and V for every layer: ``2 · layers · batch · kv_heads · head_dim · positions · bytes``."""
     return 2 * layers * batch * kv_heads * head_dim * positions * bytes_per_element
 

@@ -84,6 +84,7 @@ def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
             "world_size": run.world_size,
             "sharding": run.sharding,
             "offload_optimizer": run.offload_optimizer,
+            "fused_optimizer": run.fused_optimizer,
             "lora": run.lora,
             "lora_rank": run.lora_rank if run.lora else None,
         },
@@ -147,7 +148,10 @@ def _run_line(estimate: Estimate) -> str:
     parts.append(run.precision)
     if run.training:
         parts.append(run.optimizer + (" (offloaded)" if run.offload_optimizer else ""))
-    parts.append("flash attention" if run.flash else "eager attention")
+    if model is None or model.kind != "cnn":
+        parts.append("flash attention" if run.flash else "eager attention")
+    if run.fused_optimizer and run.training:
+        parts.append("fused step")
     if run.checkpointing and run.training:
         parts.append("checkpointing")
     if run.grad_accum_steps > 1:
@@ -172,14 +176,19 @@ def _model_line(estimate: Estimate) -> str:
 
 def render_text(estimate: Estimate, solution: Solution) -> str:
     """The report a person reads: terms with bars, peak and interval, verdict, savings."""
+    gpu = estimate.gpu
+    where = ""
+    if gpu is not None:
+        where = f"usable on {gpu.key}" + (f" (each of {gpu.count})" if gpu.count > 1 else "")
+    width = max(16, len(where)) + 1
     lines = [_model_line(estimate), _run_line(estimate), ""]
     known = [t.bytes for t in estimate.terms.values() if t.bytes is not None]
     largest = max(known) if known else 0
     for name in TERMS:
         term = estimate.terms[name]
-        label = f"  {name:<16}"
+        label = f"  {name:<{width}}"
         if term.bytes is None:
-            lines.append(f"{label}{'unknown':>10}       ({term.note})")
+            lines.append(f"{label}{'unknown':>10}      ({term.note})")
             continue
         if term.bytes == 0:
             note = f"  ({term.note})" if term.note else ""
@@ -187,14 +196,13 @@ def render_text(estimate: Estimate, solution: Solution) -> str:
             continue
         cells = max(1, round(BAR_WIDTH * term.bytes / largest)) if largest else 0
         lines.append(f"{label}{gib(term.bytes):>10} GiB  {'█' * cells}")
-    lines.append("  " + "-" * (16 + 10 + 6 + BAR_WIDTH))
+    lines.append("  " + "-" * (width + 16 + BAR_WIDTH))
     low, high = estimate.interval_bytes
     high_text = f"{gib(high)} GiB" if high is not None else "unbounded"
     peak_label = "projected peak" + (" >=" if estimate.peak_is_lower_bound else "")
-    lines.append(f"  {peak_label:<16}{gib(estimate.peak_bytes):>10} GiB  interval {gib(low)} - {high_text}")
+    lines.append(f"  {peak_label:<{width}}{gib(estimate.peak_bytes):>10} GiB  interval {gib(low)} – {high_text}")
     if estimate.peak_is_lower_bound:
-        lines.append(f"  {'':<16}unknown: {', '.join(estimate.unknown_terms)} (the peak counts known terms only)")
-    gpu = estimate.gpu
+        lines.append(f"  {'':<{width}}unknown: {', '.join(estimate.unknown_terms)} (counted at their lower bounds)")
     verdict = _VERDICT_TEXT[estimate.verdict]
     if gpu is not None:
         usable = gpu.usable_bytes
@@ -204,18 +212,21 @@ def render_text(estimate: Estimate, solution: Solution) -> str:
             verdict += f" (high end {gib(high - usable)} GiB over)"
         elif estimate.verdict == "fits-point":
             verdict += " (the high end is unbounded)"
-        where = f"{gpu.key} usable" + (f" (per device, x{gpu.count})" if gpu.count > 1 else "")
-        lines.append(f"  {where:<16}{gib(usable):>10} GiB  {verdict}")
+        elif estimate.verdict == "unknown":
+            verdict += f" ({', '.join(estimate.unknown_terms)} unknown)"
+        lines.append(f"  {where:<{width}}{gib(usable):>10} GiB  {verdict}")
     else:
         lines.append(f"  {verdict} (--gpu NAME or --gpu-memory SIZE checks the fit)")
     if solution.savings:
         lines.append("")
         lines.append("savings (ranked: fits, then least disruption, then most saved):")
-        width = max(len(s.change) for s in solution.savings)
+        change_width = max(len(s.change) for s in solution.savings)
         for s in solution.savings:
             saved = f"-{gib(s.saves_bytes)} GiB" if s.saves_bytes is not None else "unknown"
             fits = {True: "fits", False: "does not fit", None: ""}[s.fits]
-            lines.append(f"  {s.change:<{width}}  {saved:>12}  -> {gib(s.peak_after_bytes):>7} GiB  {fits}".rstrip())
+            lines.append(
+                f"  {s.change:<{change_width}}  {saved:>12}  -> {gib(s.peak_after_bytes):>7} GiB  {fits}".rstrip()
+            )
     if solution.status in ("solved", "nothing-fits", "unknown"):
         lines.append("")
         lines.append(_solution_text(solution))
@@ -241,7 +252,7 @@ def _solution_text(solution: Solution) -> str:
     high_text = gib(high) if high is not None else "?"
     scope = "the whole interval" if combination.fits_interval else "the point estimate only"
     text = (f"smallest change that fits ({scope}): {_steps_text(combination, 2)}"
-            f" -> {gib(after.peak_bytes)} GiB ({gib(low)} - {high_text})")
+            f" -> {gib(after.peak_bytes)} GiB ({gib(low)} – {high_text})")
     robust = solution.interval_combination
     if not combination.fits_interval:
         if robust is not None:
@@ -259,9 +270,11 @@ def one_line(estimate: Estimate, solution: Optional[Solution] = None) -> str:
     """
     low, high = estimate.interval_bytes
     if estimate.peak_is_lower_bound:
-        text = f"projected peak at least {gib(estimate.peak_bytes, 1)} GiB ({', '.join(estimate.unknown_terms)} unknown)"
+        unknown = ", ".join(estimate.unknown_terms)
+        text = f"projected peak at least {gib(estimate.peak_bytes, 1)} GiB ({unknown} unknown)"
     else:
-        text = f"projected peak {gib(estimate.peak_bytes, 1)} GiB ({gib(low, 1)}–{gib(high, 1) if high is not None else '?'})"
+        high_text = gib(high, 1) if high is not None else "?"
+        text = f"projected peak {gib(estimate.peak_bytes, 1)} GiB ({gib(low, 1)}–{high_text})"
     gpu = estimate.gpu
     if gpu is None:
         return text

@@ -54,6 +54,8 @@ class RunSpecError(ValueError):
 class RunSpec:
     """What one training (or inference) run puts on each device.
 
+    ``fused_optimizer`` means a single-kernel step (``fused=True``, or ``foreach=False``),
+    without the state-sized temporaries of the default foreach step.
     ``params`` overrides the model's parameter count (and stands in for it when ``model`` is
     ``None``, for models outside the catalogue). ``None`` in a size field means "not known";
     the cost model then reports the terms that depend on it as unknown rather than guessing.
@@ -75,6 +77,7 @@ class RunSpec:
     world_size: int = 1
     sharding: str = "none"
     offload_optimizer: bool = False
+    fused_optimizer: bool = False
     lora: bool = False
     lora_rank: int = DEFAULT_LORA_RANK
     sources: Dict[str, str] = field(default_factory=dict)

@@ -14,18 +14,20 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .costmodel import Estimate, estimate
+from .costmodel import OPTIMIZER_STEP_TEMPORARY_COPIES, Estimate, estimate
 
 if TYPE_CHECKING:
     from .catalogue import GpuTarget
     from .run import RunSpec
 
-#: ASSUMED disruption ranks (1 = a flag, 5 = a different training method): flash/SDPA is a
-#: drop-in kernel; a smaller micro-batch and checkpointing cost speed, not results; 8-bit AdamW
-#: and bf16 weights change numerics slightly; sharding needs a multi-GPU launcher; offload
-#: moves the optimizer to the host (slow steps); LoRA changes what is trained.
+#: ASSUMED disruption ranks (1 = a flag, 5 = a different training method): flash/SDPA and the
+#: fused optimizer step are drop-in kernels; a smaller micro-batch and checkpointing cost
+#: speed, not results; 8-bit AdamW and bf16 weights change numerics slightly; sharding needs
+#: a multi-GPU launcher; offload moves the optimizer to the host (slow steps); LoRA changes
+#: what is trained.
 DISRUPTION_RANKS: Dict[str, int] = {
     "attention": 1,
+    "fused-step": 1,
     "micro-batch": 2,
     "checkpointing": 2,
     "optimizer": 3,
@@ -39,6 +41,9 @@ DISRUPTION_RANKS: Dict[str, int] = {
 LORA_SUGGEST_MIN_PARAMS_COUNT = 1_000_000_000
 
 _TRANSFORMER_KINDS = ("decoder", "encoder", "encoder-decoder", "vision-transformer")
+
+#: Optimizers whose default (foreach) step allocates state-sized temporaries.
+STEP_TEMPORARY_OPTIMIZERS = tuple(name for name, copies in OPTIMIZER_STEP_TEMPORARY_COPIES.items() if copies)
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,9 @@ def candidates(run: RunSpec, gpu: Optional[GpuTarget]) -> List[Candidate]:
         add("flash/SDPA attention", "attention", lambda r: r.replace(flash=True))
     if run.training and transformer and not run.checkpointing:
         add("gradient checkpointing", "checkpointing", lambda r: r.replace(checkpointing=True))
+    stepped = run.optimizer in STEP_TEMPORARY_OPTIMIZERS
+    if run.training and stepped and not run.fused_optimizer and not run.offload_optimizer:
+        add("fused optimizer step (fused=True)", "fused-step", lambda r: r.replace(fused_optimizer=True))
     if run.training and run.optimizer in ("adam", "adamw") and not run.offload_optimizer:
         add("8-bit AdamW", "optimizer", lambda r: r.replace(optimizer="adamw-8bit"))
     if run.precision in ("fp32", "amp") and (gpu is None or gpu.bf16):
@@ -193,14 +201,23 @@ def rank_key(saving: Saving) -> Tuple[int, int, int, str]:
     return (_fits_rank(saving.fits), saving.candidate.disruption, -saves, saving.candidate.label)
 
 
-def _apply_all(before: Estimate, chosen: Sequence[Candidate]) -> Combination:
-    run, current = before.run, before
-    steps: List[Tuple[Candidate, Optional[int]]] = []
+def _apply(run: RunSpec, chosen: Sequence[Candidate]) -> RunSpec:
     for candidate in chosen:
         run = candidate.apply(run)
-        after = estimate(run, before.gpu)
+    return run
+
+
+def _steps(before: Estimate, chosen: Sequence[Candidate]) -> Combination:
+    """The combination's steps, largest marginal saving first (the savings sum to the total)."""
+    remaining = list(chosen)
+    run, current = before.run, before
+    steps: List[Tuple[Candidate, Optional[int]]] = []
+    while remaining:
+        tried = [(candidate, estimate(candidate.apply(run), before.gpu)) for candidate in remaining]
+        candidate, after = min(tried, key=lambda pair: (pair[1].peak_bytes, pair[0].disruption))
         steps.append((candidate, _saves(current, after)))
-        current = after
+        remaining.remove(candidate)
+        run, current = candidate.apply(run), after
     return Combination(tuple(steps), current)
 
 
@@ -218,13 +235,15 @@ def _combinations(pool: Sequence[Candidate]) -> List[Tuple[Candidate, ...]]:
     return combos
 
 
-def _best(found: List[Combination]) -> Optional[Combination]:
+def _best(found: List[Tuple[Tuple[Candidate, ...], Estimate]]) -> Optional[Tuple[Candidate, ...]]:
     if not found:
         return None
-    return min(
+    combo, _ = min(
         found,
-        key=lambda c: (len(c.steps), not c.fits_interval, sum(s[0].disruption for s in c.steps), c.after.peak_bytes),
+        key=lambda item: (len(item[0]), not item[1].fits_interval, sum(c.disruption for c in item[0]),
+                          item[1].peak_bytes),
     )
+    return combo
 
 
 def solve(before: Estimate) -> Solution:
@@ -246,37 +265,42 @@ def solve(before: Estimate) -> Solution:
         return Solution(before, ranked, "no-gpu", "no GPU given")
     if before.fits:
         return Solution(before, ranked, "fits", f"fits on {gpu.key} as it is")
-    point: List[Combination] = []
-    interval: List[Combination] = []
+    point: List[Tuple[Tuple[Candidate, ...], Estimate]] = []
+    interval: List[Tuple[Tuple[Candidate, ...], Estimate]] = []
     smallest_point: Optional[int] = None
     smallest_interval: Optional[int] = None
+    undecided = False
     for combo in _combinations(pool):
         if smallest_interval is not None and len(combo) > smallest_interval:
             break  # combinations come smallest first; the interval fit is no larger than this
-        result = _apply_all(before, combo)
-        if not result.after.fits:
+        after = estimate(_apply(run, combo), gpu)
+        if after.fits is None:
+            undecided = True
+        if not after.fits:
             continue
         if smallest_point is None:
             smallest_point = len(combo)
         if len(combo) == smallest_point:
-            point.append(result)
-        if result.fits_interval:
+            point.append((combo, after))
+        if after.fits_interval:
             smallest_interval = len(combo) if smallest_interval is None else smallest_interval
-            interval.append(result)
-    combination = _best(point)
-    if combination is None:
-        if before.fits is None:
+            interval.append((combo, after))
+    chosen = _best(point)
+    if chosen is None:
+        if undecided or before.fits is None:
             unknown = ", ".join(before.unknown_terms)
-            return Solution(before, ranked, "unknown", f"cannot tell whether it fits: {unknown} unknown")
+            return Solution(before, ranked, "unknown", f"cannot tell what fits: {unknown} unknown")
         devices = _device_count(run, gpu)
         if devices > 1:
             message = f"nothing fits, even sharded over {devices} devices; a larger GPU is needed"
         else:
             message = "nothing on one device fits; shard over more GPUs or use a larger GPU"
         return Solution(before, ranked, "nothing-fits", message)
+    combination = _steps(before, chosen)
     if combination.fits_interval:
         return Solution(before, ranked, "solved", "fits the whole interval with: " + ", ".join(combination.labels),
                         combination, combination)
-    robust = _best(interval)
+    robust_combo = _best(interval)
+    robust = None if robust_combo is None else _steps(before, robust_combo)
     message = "fits the point estimate (not the whole interval) with: " + ", ".join(combination.labels)
     return Solution(before, ranked, "solved", message, combination, robust)

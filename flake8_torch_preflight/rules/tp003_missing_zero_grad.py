@@ -38,6 +38,27 @@ class MissingZeroGrad(Rule):
         "deliberate gradient accumulation), counts. A loop that never steps (full-batch accumulation) is "
         "not flagged."
     )
+    example_bad = """
+        import torch
+
+        model = torch.nn.Linear(10, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """
+    example_good = """
+        import torch
+
+        model = torch.nn.Linear(10, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """
 
     def visit_for(self, node: nodes.For) -> None:
         self._check_loop(node)

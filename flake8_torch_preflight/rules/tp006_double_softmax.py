@@ -38,6 +38,21 @@ class DoubleSoftmax(Rule):
         "assignments, and the input back through local assignments, softmax layers, and the forward() "
         "of a model defined in the file whose every return is a softmax."
     )
+    example_bad = """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        criterion = nn.CrossEntropyLoss()
+        loss = criterion(F.softmax(logits, dim=1), labels)
+    """
+    example_good = """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        criterion = nn.CrossEntropyLoss()
+        loss = criterion(logits, labels)
+        probs = F.softmax(logits, dim=1)  # for predictions and metrics only
+    """
 
     def visit_call(self, node: nodes.Call) -> None:
         if not node.args and not node.keywords:

@@ -1,0 +1,112 @@
+"""The real ``flake8`` command line: entry points load, noqa, --jobs, options, bad option values."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from harness import ROOT
+
+SOFTMAX_SRC = """\
+import torch
+import torch.nn.functional as F
+
+crit = torch.nn.CrossEntropyLoss()
+logits = torch.randn(4, 3)
+y = torch.randint(0, 3, (4,))
+a = crit(F.softmax(logits, 1), y)
+b = crit(F.softmax(logits, 1), y)  # noqa: TP006
+c = crit(F.softmax(logits, 1), y)  # noqa: E501
+"""
+
+
+def flake8(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "flake8", *args], cwd=str(cwd), capture_output=True, text=True, timeout=120
+    )
+
+
+def codes_and_lines(stdout: str) -> List[str]:
+    found = []
+    for line in stdout.splitlines():
+        parts = line.split(":", 3)
+        if len(parts) == 4:
+            found.append("{}:{}".format(parts[1], parts[3].split()[0]))
+    return sorted(found)
+
+
+def test_version_lists_the_plugin() -> None:
+    result = flake8("--version")
+    assert "flake8-torch-preflight" in result.stdout
+
+
+def test_noqa_silences_only_its_code(tmp_path: Path) -> None:
+    script = tmp_path / "t.py"
+    script.write_text(SOFTMAX_SRC)
+    result = flake8("--select", "TP", str(script))
+    assert codes_and_lines(result.stdout) == ["7:TP006", "9:TP006"]
+    assert result.returncode == 1
+    disabled = flake8("--select", "TP", "--disable-noqa", str(script))
+    assert codes_and_lines(disabled.stdout) == ["7:TP006", "8:TP006", "9:TP006"]
+
+
+def test_column_is_one_based_in_output(tmp_path: Path) -> None:
+    script = tmp_path / "t.py"
+    script.write_text(SOFTMAX_SRC)
+    first = flake8("--select", "TP006", str(script)).stdout.splitlines()[0]
+    assert first.startswith("{}:7:5: TP006 ".format(script))
+
+
+def test_select_other_codes_skips_plugin_output(tmp_path: Path) -> None:
+    script = tmp_path / "t.py"
+    script.write_text(SOFTMAX_SRC)
+    assert flake8("--select", "E9,F63", str(script)).stdout == ""
+
+
+def test_jobs_two_matches_jobs_one() -> None:
+    folder = ROOT / "tests" / "fixtures" / "rules"
+    one = flake8("--select", "TP", "--jobs", "1", str(folder))
+    two = flake8("--select", "TP", "--jobs", "2", str(folder))
+    assert one.stdout, one.stderr
+    assert sorted(one.stdout.splitlines()) == sorted(two.stdout.splitlines())
+    assert "Traceback" not in one.stderr + two.stderr
+
+
+def test_options_register_once_and_read_from_config(tmp_path: Path) -> None:
+    (tmp_path / "setup.cfg").write_text("[flake8]\ntp-target-gpu = a100-80gb\n")
+    script = tmp_path / "t.py"
+    script.write_text("x = 1\n")
+    result = flake8("--select", "TP", "t.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--tp-target-gpu", "a100-90gb"], "--tp-target-gpu"),
+        (["--tp-gpu-memory", "lots"], "--tp-gpu-memory"),
+    ],
+)
+def test_bad_option_is_one_line_error(tmp_path: Path, args: List[str], fragment: str) -> None:
+    script = tmp_path / "t.py"
+    script.write_text("x = 1\n")
+    result = flake8("--select", "TP", *args, str(script))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("flake8: " + fragment), result.stderr
+
+
+def test_syntax_error_file_is_e999_and_plugin_stays_alive(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\ndef f(:\n")
+    good = tmp_path / "good.py"
+    good.write_text(SOFTMAX_SRC)
+    result = flake8("--select", "TP,E999", str(tmp_path))
+    assert "E999" in result.stdout
+    assert "TP006" in result.stdout
+    assert "Traceback" not in result.stderr

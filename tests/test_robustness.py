@@ -1,0 +1,86 @@
+"""Failures stay inside one file and are visible; cheap gate; the astroid cache does not grow."""
+from __future__ import annotations
+
+import pytest
+from astroid.manager import AstroidManager
+
+from flake8_torch_preflight.analysis import build
+from flake8_torch_preflight.rules import REGISTRY
+
+SOFTMAX = (
+    "import torch\nimport torch.nn.functional as F\n"
+    "loss = torch.nn.CrossEntropyLoss()(F.softmax(torch.randn(2, 3), 1), torch.tensor([0, 1]))\n"
+)
+
+
+def _lines(source: str) -> list:
+    return source.splitlines(keepends=True)
+
+
+def test_a_crashing_rule_is_reported_and_the_others_still_run(monkeypatch, capsys) -> None:
+    rule = REGISTRY["TP003"]
+
+    def boom(self, node):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(rule, "visit_for", boom, raising=False)
+    source = SOFTMAX + "for i in range(3):\n    pass\n"
+    result = build.analyse_file("crash.py", _lines(source), build.Settings())
+    assert [f[0] for f in result["TP006"]] == [3]
+    assert "TP003" not in result
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["flake8-torch-preflight: TP003 on crash.py failed: RuntimeError: simulated bug; please report it"]
+
+
+def test_a_file_over_budget_is_skipped_with_a_note(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(build, "BUDGET_SECONDS", 0.05)
+    chain = "\n".join("def f{}(x):\n    return f{}(x)\n".format(i, i - 1) for i in range(1, 1500))
+    source = "import torch\ndef f0(x):\n    return torch.softmax(x, 1)\n" + chain + "\n"
+    source += "loss = torch.nn.CrossEntropyLoss()(f1499(torch.randn(2, 3)), 0)\n" * 50
+    result = build.analyse_file("slow.py", _lines(source), build.Settings())
+    assert result == {}
+    assert "took longer than" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\ndef f(:\n",  # syntax error: flake8 reports E999
+        "import torch\nx = " + "+".join(["'a'"] * 3000) + "\n",  # overflows astroid's rebuilder
+        "",
+        "\ufeffimport torch\n",
+        "import torch\n" + "if x:\n" * 1 + "".join("    " * i + "for a{} in b:\n".format(i) for i in range(1, 60)) + "    " * 60 + "pass\n",
+    ],
+    ids=["syntax-error", "long-expression", "empty", "bom", "deep-nesting"],
+)
+def test_odd_files_never_raise(source: str, capsys) -> None:
+    build.analyse_file("odd.py", _lines(source), build.Settings())
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_gate_skips_files_that_cannot_involve_torch(monkeypatch) -> None:
+    calls = []
+    monkeypatch.setattr(build, "_analyse", lambda *a, **k: calls.append(a[0]) or {})
+    build.analyse_file("plain.py", _lines("import os\nprint(os.getcwd())\n"), build.Settings())
+    build.analyse_file("helper.py", _lines("def step(loss):\n    loss.backward()\n"), build.Settings())
+    assert calls == ["helper.py"]  # no torch import, but it receives tensors: analysed
+
+
+def test_helper_module_without_torch_import_is_still_checked() -> None:
+    source = (
+        "def train(model, optimizer, loader):\n"
+        "    for x in loader:\n"
+        "        model(x).backward()\n"
+        "        optimizer.step()\n"
+    )
+    result = build.analyse_file("helper.py", _lines(source), build.Settings())
+    assert [f[0] for f in result["TP003"]] == [3]
+
+
+def test_astroid_cache_does_not_grow_per_file() -> None:
+    manager = AstroidManager()
+    build.analyse_file("warm.py", _lines(SOFTMAX), build.Settings())
+    before = len(manager.astroid_cache)
+    for i in range(40):
+        build.analyse_file("f{}.py".format(i), _lines(SOFTMAX + "y{} = 1\n".format(i)), build.Settings())
+    assert len(manager.astroid_cache) == before
