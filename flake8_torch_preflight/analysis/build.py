@@ -81,8 +81,13 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Fin
     """Run every selected rule on one file; never raises."""
     from ..rules import ALL_RULES  # rules import analysis, not the other way round at import time
 
-    rules = [r for r in ALL_RULES if settings.selected is None or r.code in settings.selected]
     source = "".join(lines)
+    rules = [
+        r
+        for r in ALL_RULES
+        if (settings.selected is None or r.code in settings.selected)
+        and (r.requires is None or r.requires.search(source))
+    ]
     if not rules or not TORCH_MARKERS.search(source):
         return {}
     try:

@@ -120,7 +120,7 @@ def instance_class(node: nodes.NodeNG) -> Optional[nodes.ClassDef]:
 def function_def(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
     """The function (or bound method's function) ``node`` infers to, or None."""
     value = safe_infer(node)
-    if isinstance(value, (BoundMethod, UnboundMethod)):
+    while isinstance(value, (BoundMethod, UnboundMethod)):  # a BoundMethod may proxy an UnboundMethod
         value = value._proxied
     if isinstance(value, nodes.FunctionDef):
         return value

@@ -190,6 +190,8 @@ def build_run(args: argparse.Namespace) -> RunSpec:
             changes[name] = value
     if args.lora is not None:
         changes["lora"], changes["lora_rank"] = True, args.lora
+    if args.max_new_tokens is not None and args.generation is None:
+        changes["generation"] = True  # a number of new tokens means generating
     if changes:
         run = run.replace(source=COMMAND_LINE, **changes)
     sources = dict(run.sources)

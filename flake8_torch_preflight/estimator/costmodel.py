@@ -30,9 +30,16 @@ two (``GRADIENT_ACTIVATION_OVERLAP_LOW_FRACTION``).
 
 A term that cannot be estimated has ``bytes = None``, a known lower bound (usually 0) and an
 upper bound that is ``None`` (unbounded) unless something bounds it (LoRA adapters cannot have
-more gradient bytes than the full model). Then ``peak_bytes`` is the sum of the known terms and
-is a lower bound (``peak_is_lower_bound``), the interval's high end is ``None``, and ``fits``
-is ``None`` unless the known part alone already exceeds the GPU (then ``False``).
+more gradient bytes than the full model); ``fragmentation`` and ``optimizer_step``, which are
+computed from other terms, are unknown with them. Then ``peak_bytes`` is the known terms plus
+the unknown ones' lower bounds, a lower bound itself (``peak_is_lower_bound``); the interval's
+high end is ``None`` when any unknown term is unbounded; ``fits`` is ``None`` unless the lower
+bound alone already exceeds the GPU (then ``False``).
+
+Fit: ``fits`` compares the point peak with ``gpu.usable_bytes`` (the CUDA context is a term of
+the peak, so it is paid out of the usable memory); ``fits_interval`` compares the high end;
+``verdict`` is ``fits`` (whole interval), ``fits-point``, ``does-not-fit``, ``unknown`` or
+``no-gpu``. With no GPU the context is ``DEFAULT_CUDA_CONTEXT_BYTES``.
 
 The activation model
 --------------------
@@ -48,12 +55,23 @@ kept apart, per token, so that each run trait changes only its own terms:
 * attention scores (``ATTENTION_SCORE_ELEMENTS``, eager only, per head per key): softmax
   output, dropout mask and dropout output, or without dropout a 16-bit copy when autocast
   keeps the softmax in fp32;
-* MLP (``MLP_SAVED_ELEMENTS``): input, then per FFN width 2 (GELU: activation input and
+* MLP (``MLP_SAVED_ELEMENTS_PER_FFN``): input, then per FFN width 2 (GELU: activation input and
   output), 1 (ReLU: its output is the next input), 4 (SwiGLU/GeGLU: gate, activation,
   up, product); MoE layers pay the expert part ``experts_per_token`` times;
-* norms (``NORM_SAVED_ELEMENTS_PER_HIDDEN``), cross-attention (encoder-decoders: decoder
-  queries against encoder keys), and outside the layers the LM head's logits
-  (``LOGITS_COPIES``: head output, fp32 upcast, fp32 log-softmax kept by the loss).
+* norms (``NORM_SAVED_ELEMENTS_PER_HIDDEN`` plus fp32 statistics), cross-attention
+  (encoder-decoders: decoder queries against encoder keys and values), and outside the layers
+  the LM head's logits (``LOGITS_COPIES``: head output, fp32 upcast, fp32 log-softmax kept by
+  the loss). ``activations`` is what autograd keeps, except that the head output and its fp32
+  upcast are counted too: they are not saved, but they are live at the end of the forward,
+  where the peak is, and at a large vocabulary they are gigabytes.
+
+Inference (``no_grad``) keeps one layer's working set plus the residual stream; generation adds
+the KV cache (``kv_cache_bytes``: K and V per layer at ``kv_heads`` width, so grouped-query
+attention shrinks it) and keeps logits for the last position only. LoRA prices adapters on every
+linear layer of the blocks (``lora_params``); sharding divides what it shards by the world size
+(ZeRO-1: optimizer state and fp32 master weights; ZeRO-2: also gradients; ZeRO-3/FSDP: also
+weights, plus the layers gathered for compute); optimizer offload moves the optimizer state
+and master weights to the host.
 
 Each element is priced at the width of its tensor class (``ACTIVATION_BYTES``): under
 autocast the residual stream and softmax outputs stay fp32 while matmul inputs are 16-bit.
@@ -135,25 +153,33 @@ MLP_SAVED_ELEMENTS_PER_FFN: Dict[str, float] = {"gelu": 2.0, "relu": 1.0, "swigl
 MLP_INPUT_ELEMENTS_PER_HIDDEN = 1.0
 #: PUBLISHED Korthikanti et al. 2022 §4.1: MLP dropout mask, sbh bools.
 MLP_DROPOUT_MASK_PER_HIDDEN = 1.0
-#: PUBLISHED Korthikanti et al. 2022 §4.1: each layer norm keeps its input (stream class).
-NORM_SAVED_ELEMENTS_PER_HIDDEN = 1.0
+#: PUBLISHED Korthikanti et al. 2022 §4.1: each layer norm keeps its input (stream class), per
+#: norm kind of the catalogue.
+NORM_SAVED_ELEMENTS_PER_HIDDEN: Dict[str, float] = {"layernorm": 1.0, "rmsnorm": 1.0}
+#: PUBLISHED aten native_layer_norm saves mean and rstd (fp32, one each per token); RMSNorm as
+#: written in transformers keeps one fp32 rsqrt per token. fp32 values per token per norm.
+NORM_STATISTICS_FP32_PER_TOKEN: Dict[str, float] = {"layernorm": 2.0, "rmsnorm": 1.0}
 
-#: ASSUMED transformers' causal-LM loss (ForCausalLMLoss): the head's output in the matmul
-#: dtype, an fp32 upcast (``logits.float()``, absent when already fp32) and the fp32
-#: log_softmax output cross_entropy keeps for backward; copies of batch·seq·vocab.
+#: ASSUMED transformers' causal-LM loss (ForCausalLMLoss), copies of batch·seq·vocab: the
+#: head's output in the matmul dtype (alive through ``outputs.logits``, not saved), an fp32
+#: upcast (``logits.float()``, absent when already fp32; live while the loss is computed, at the
+#: end of the forward, where the peak is) and the fp32 log_softmax output that cross_entropy
+#: saves for backward. Only the last is autograd-saved; the first two are counted because they
+#: are live at the peak (tests/calibration measures saved tensors: its bsV is the last one).
 LOGITS_COPIES: Dict[str, float] = {"head_output": 1.0, "fp32_upcast": 1.0, "log_softmax_fp32": 1.0}
 
 #: PUBLISHED Korthikanti et al. 2022 §5 (full recomputation keeps 2sbhL bytes): with
 #: checkpointing each layer keeps its input (stream class) ...
 CHECKPOINT_INPUT_ELEMENTS_PER_HIDDEN = 1.0
-#: ... and backward recomputes one layer at a time, whose full working set is then live.
+#: PUBLISHED Chen et al. 2016 (arXiv:1604.06174) §4: ... and backward recomputes one segment
+#: (here one layer) at a time, whose full working set is then live.
 CHECKPOINT_RECOMPUTED_LAYERS_COUNT = 1
 
-#: ASSUMED: under no_grad only one layer's intermediates are live at a time, plus the
+#: ASSUMED under no_grad only one layer's intermediates are live at a time, plus the
 #: residual stream in and out of it.
 INFERENCE_LIVE_LAYERS_COUNT = 1
 INFERENCE_STREAM_COPIES_COUNT = 2
-#: ASSUMED: a CNN forward under no_grad holds about a tenth of what training saves (the
+#: ASSUMED a CNN forward under no_grad holds about a tenth of what training saves (the
 #: largest pair of consecutive feature maps), between 3% and 30%.
 CNN_INFERENCE_FRACTION = 0.10
 CNN_INFERENCE_LOW_FRACTION = 0.03
@@ -169,7 +195,7 @@ KV_CACHE_GROWTH_EXTRA_LAYERS_COUNT = 1
 #: Megatron's; Hugging Face implementations keep somewhat more (RMSNorm's fp32 upcasts, masks).
 ACTIVATIONS_LOW_FRACTION = 0.8
 ACTIVATIONS_HIGH_FRACTION = 1.5
-#: ASSUMED: per-sample CNN figures are single measurements at one resolution.
+#: ASSUMED per-sample CNN figures are single measurements at one resolution.
 CNN_ACTIVATIONS_LOW_FRACTION = 0.7
 CNN_ACTIVATIONS_HIGH_FRACTION = 1.5
 
@@ -218,11 +244,8 @@ FSDP_GATHERED_LAYERS_COUNT = 2
 
 #: ASSUMED PEFT (autocast_adapter_dtype=True) keeps LoRA adapter weights in fp32.
 LORA_ADAPTER_BYTES = 4
-#: PUBLISHED Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §4: adapters on every linear layer
-#: of the blocks (attention q, k, v, o and the MLP), each r·(d_in + d_out) parameters.
-LORA_ON_ALL_LINEAR_LAYERS = True
 
-#: ASSUMED: how much of the cast-weight estimate autocast really keeps (weights used twice are
+#: ASSUMED how much of the cast-weight estimate autocast really keeps (weights used twice are
 #: cast once; ops outside the autocast lists are not cast).
 AUTOCAST_CACHE_LOW_FRACTION = 0.9
 AUTOCAST_CACHE_HIGH_FRACTION = 1.1
@@ -230,19 +253,19 @@ AUTOCAST_CACHE_HIGH_FRACTION = 1.1
 #: PUBLISHED ptrblck, pytorch/pytorch#109888 (2023): the CUDA context is "around 400MB if CUDA
 #: >= 11.7 is used and lazy module loading enabled"; used when no GPU is given.
 DEFAULT_CUDA_CONTEXT_BYTES = 400 * 1024**2
-#: ASSUMED: context and library workspaces vary with CUDA version, cuDNN/cuBLAS handles and
+#: ASSUMED context and library workspaces vary with CUDA version, cuDNN/cuBLAS handles and
 #: lazy loading.
 CUDA_CONTEXT_LOW_FRACTION = 0.75
 CUDA_CONTEXT_HIGH_FRACTION = 1.5
 
-#: ASSUMED: the caching allocator reserves about 10% more than is allocated (reserved vs
+#: ASSUMED the caching allocator reserves about 10% more than is allocated (reserved vs
 #: allocated in torch.cuda.memory_summary), 2% with expandable_segments, 30% for variable
 #: shapes; a fraction of the allocated total.
 FRAGMENTATION_FRACTION = 0.10
 FRAGMENTATION_LOW_FRACTION = 0.02
 FRAGMENTATION_HIGH_FRACTION = 0.30
 
-#: ASSUMED: with zero_grad() before the forward (set_to_none, the default) gradients and a
+#: ASSUMED with zero_grad() before the forward (set_to_none, the default) gradients and a
 #: full set of activations never coexist; the low end subtracts this fraction of the smaller.
 GRADIENT_ACTIVATION_OVERLAP_LOW_FRACTION = 1.0
 # ============================================================================ end CALIBRATION
@@ -407,6 +430,7 @@ class _Stack:
     experts_per_token: int
     experts: int
     norms_per_layer: int
+    norm: str
 
     @property
     def attention_width(self) -> int:
@@ -439,6 +463,7 @@ def _stack(shape: Mapping[str, Any], layers_key: str = "layers") -> Optional[_St
         experts_per_token=per_token if experts > 0 else 1,
         experts=experts,
         norms_per_layer=_int(shape, "norms_per_layer") or 2,
+        norm="rmsnorm" if shape.get("norm") == "rmsnorm" else "layernorm",
     )
 
 
@@ -498,7 +523,8 @@ def _mlp_bytes_per_token(st: _Stack, dt: Mapping[str, int]) -> float:
 
 
 def _norms_bytes_per_token(st: _Stack, dt: Mapping[str, int], norms: int) -> float:
-    return norms * NORM_SAVED_ELEMENTS_PER_HIDDEN * st.hidden * dt["stream"]
+    saved = NORM_SAVED_ELEMENTS_PER_HIDDEN[st.norm] * st.hidden * dt["stream"]
+    return norms * (saved + NORM_STATISTICS_FP32_PER_TOKEN[st.norm] * FP32_BYTES)
 
 
 def _layer_bytes_per_token(st: _Stack, dt: Mapping[str, int], flash: bool, keys: int) -> float:
@@ -581,7 +607,7 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         if st is None:
             return None, "the catalogue shape lacks the layer widths"
         recompute.append(_stack_activations(acts, "", st, dt, run, batch, seq))
-        final_hidden, lm_positions = st.hidden, (batch * seq if kind == "decoder" else 0)
+        final, lm_positions = st, (batch * seq if kind == "decoder" else 0)
     else:  # encoder-decoder
         enc, dec = _stack(shape, "encoder_layers"), _stack(shape, "decoder_layers")
         if enc is None or dec is None:
@@ -604,10 +630,11 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
             acts.add("decoder_cross_attention", (cross + cross_kv) * dec.layers)
         acts.add("encoder_output", dec.hidden * dt["matmul"] * batch * enc_seq)
         recompute.extend([enc_layer, dec_layer + cross + cross_kv])
-        final_hidden, lm_positions = dec.hidden, dec_tokens
+        final, lm_positions = dec, dec_tokens
     tokens = batch * seq
     if run.training:
-        acts.add("final_norm_and_head_input", final_hidden * (dt["stream"] + dt["matmul"]) * tokens)
+        head_input = final.hidden * dt["matmul"] if kind != "encoder" else 0.0
+        acts.add("final_norm_and_head_input", (_norms_bytes_per_token(final, dt, 1) + head_input) * tokens)
     if vocab and lm_positions:
         if run.generation:
             point_positions = batch * GENERATION_LOGITS_POSITIONS_COUNT
@@ -676,7 +703,12 @@ def _cnn_activations(run: RunSpec, shape: Mapping[str, Any]) -> Term:
 
 
 def lora_params(run: RunSpec) -> Optional[int]:
-    """Adapter parameters of rank ``run.lora_rank`` on every linear layer of the blocks."""
+    """Adapter parameters of rank ``run.lora_rank`` on every linear layer of the blocks.
+
+    PUBLISHED Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §4: adapters on every linear layer
+    of the blocks (attention q, k, v, o and the MLP, all experts of an MoE layer), each
+    ``r·(d_in + d_out)`` parameters. ``None`` for models without a transformer shape.
+    """
     model = run.model
     if model is None or model.kind not in _TRANSFORMER_KINDS:
         return None

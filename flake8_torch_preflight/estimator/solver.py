@@ -3,7 +3,8 @@
 A ``Candidate`` is a label, a pure ``RunSpec -> RunSpec`` function, a disruption rank (how
 much it changes the training code or its behaviour; lower is easier) and an exclusive group
 (two micro-batch sizes or two sharding modes never combine). ``solve(estimate)`` prices each
-candidate alone (``savings``, ranked by fits, then disruption, then bytes saved), then looks
+candidate alone (``savings``, ranked by fits, then disruption, then bytes saved; those that
+save nothing alone are left out of the list but still tried in combinations), then looks
 for the combination with the fewest changes that fits the point estimate, preferring one that
 fits the whole interval, then the least total disruption, then the lowest peak; when that
 combination fits only the point, it also names the smallest that fits the whole interval.
@@ -259,7 +260,9 @@ def solve(before: Estimate) -> Solution:
     savings = []
     for candidate in shown:
         after = estimate(candidate.apply(run), gpu)
-        savings.append(Saving(candidate, after, _saves(before, after)))
+        saving = Saving(candidate, after, _saves(before, after))
+        if saving.saves_bytes != 0:  # a change that saves nothing alone is only tried in combinations
+            savings.append(saving)
     ranked = tuple(sorted(savings, key=rank_key))
     if gpu is None:
         return Solution(before, ranked, "no-gpu", "no GPU given")
@@ -292,7 +295,7 @@ def solve(before: Estimate) -> Solution:
             return Solution(before, ranked, "unknown", f"cannot tell what fits: {unknown} unknown")
         devices = _device_count(run, gpu)
         if devices > 1:
-            message = f"nothing fits, even sharded over {devices} devices; a larger GPU is needed"
+            message = f"nothing fits, even sharded over {devices} devices; more or larger GPUs are needed"
         else:
             message = "nothing on one device fits; shard over more GPUs or use a larger GPU"
         return Solution(before, ranked, "nothing-fits", message)

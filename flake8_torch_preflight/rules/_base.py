@@ -1,7 +1,8 @@
 """Rule base class, the registry, and the Finding record."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Type, TypeVar
+import re
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional, Pattern, Type, TypeVar
 
 if TYPE_CHECKING:
     from astroid import nodes
@@ -28,6 +29,9 @@ class Rule:
     slug: ClassVar[str]
     message: ClassVar[str]
     rationale: ClassVar[str]
+    #: Text a file must contain for the rule to look at it at all (a cheap gate
+    #: before any astroid work); None = every torch file.
+    requires: ClassVar[Optional[Pattern[str]]] = None
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx
@@ -38,6 +42,11 @@ class Rule:
         line = getattr(node, "lineno", None) or 1
         col = getattr(node, "col_offset", None) or 0
         self.findings.append(Finding(line, col, "{} {}".format(self.code, text)))
+
+
+def text_gate(pattern: str) -> Pattern[str]:
+    """Compile a rule's ``requires`` gate."""
+    return re.compile(pattern)
 
 
 REGISTRY: Dict[str, Type[Rule]] = {}

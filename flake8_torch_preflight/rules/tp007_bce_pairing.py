@@ -1,11 +1,173 @@
-"""TP007 bce-pairing: placeholder until the rule lands (reports nothing)."""
+"""TP007 bce-pairing: sigmoid output into BCEWithLogitsLoss, or raw logits into BCELoss.
+
+Both directions need resolved evidence.  The loss is resolved through its
+binding (aliases, assignments, call-site arguments, subclasses).  The input is
+traced back with ``analysis.origins``:
+
+* *sigmoid output*: ``torch.sigmoid``/``F.sigmoid``/``x.sigmoid()``, an
+  ``nn.Sigmoid`` layer, an ``nn.Sequential`` ending in one, or a model defined
+  in the file whose every ``forward`` return is one of these;
+* *raw logits*: the output of a layer that produces unbounded scores
+  (``nn.Linear``, convolutions, ``F.linear``), an ``nn.Sequential`` ending in
+  one, or a model defined in the file whose every ``forward`` return is one.
+
+Shape-only tensor methods (``squeeze``, ``view``...) keep what their receiver
+was.  A model whose forward ends in anything else (an opaque call, a library
+model, a tensor expression) is unknown, and the rule stays silent: a sigmoid
+used for gating inside a block whose forward returns a linear layer's output
+is therefore still logits, and a sigmoid computed for metrics next to a loss on
+the logits is never an input of the loss.
+"""
 from __future__ import annotations
 
+from typing import Optional, Tuple
+
+from astroid import nodes
+
+from ..analysis import infer, origins
+from ..analysis.torch_names import SIGMOID_FUNCTIONS, SIGMOID_LAYERS
 from ._base import Rule, register
+
+#: Losses that apply sigmoid to their input themselves: they need raw logits.
+LOGIT_LOSSES = frozenset({"torch.nn.BCEWithLogitsLoss", "torch.nn.functional.binary_cross_entropy_with_logits"})
+
+#: Losses that take probabilities in [0, 1]: they need a sigmoid first.
+PROBABILITY_LOSSES = frozenset({"torch.nn.BCELoss", "torch.nn.functional.binary_cross_entropy"})
+
+#: Loss classes, for subclasses defined in the file (``class Weighted(nn.BCELoss)``).
+LOGIT_LOSS_CLASSES = frozenset({"torch.nn.BCEWithLogitsLoss"})
+PROBABILITY_LOSS_CLASSES = frozenset({"torch.nn.BCELoss"})
+
+#: In-place sigmoid returns its (now squashed) receiver.
+SIGMOID_INPLACE = frozenset({"torch.Tensor.sigmoid_"})
+
+#: Tensor methods recognised by name when the receiver cannot be inferred (a model's output).
+SIGMOID_METHODS = frozenset({"sigmoid", "sigmoid_"})
+
+#: Layers whose output is an unbounded affine score: raw logits when they end a model.
+LOGIT_LAYERS = frozenset(
+    {
+        "torch.nn.Linear",
+        "torch.nn.Bilinear",
+        "torch.nn.LazyLinear",
+        "torch.nn.Conv1d",
+        "torch.nn.Conv2d",
+        "torch.nn.Conv3d",
+        "torch.nn.ConvTranspose1d",
+        "torch.nn.ConvTranspose2d",
+        "torch.nn.ConvTranspose3d",
+    }
+)
+
+#: Functions whose output is an affine score.
+LOGIT_FUNCTIONS = frozenset({"torch.nn.functional.linear"})
+
+#: Tensor methods that change shape or dtype only: their result is what the receiver was.
+SHAPE_METHODS = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "float", "double", "contiguous"})
+
+#: How deep origins are followed (names, shape methods, forward() returns, Sequential layers).
+MAX_DEPTH = 6
+
+_MESSAGES = {
+    "sigmoid": (
+        "{} output",
+        "which applies sigmoid itself: the loss sees probabilities squashed a second time into [0.5, 0.73], "
+        "its gradients shrink and the classifier learns slowly or stalls at a worse model",
+        "Pass the raw logits to the loss and apply sigmoid only for predictions or metrics.",
+    ),
+    "logits": (
+        "raw-logit {} output",
+        "which expects probabilities in [0, 1]: the first logit outside that range stops the run with an error "
+        "(a device-side assert on CUDA), and until then scores are trained as if they were probabilities",
+        "Use BCEWithLogitsLoss on the logits (it is also numerically stable), or apply torch.sigmoid before BCELoss.",
+    ),
+}
 
 
 @register
 class BcePairing(Rule):
     code, slug = "TP007", "bce-pairing"
-    message = "NOT IMPLEMENTED"
-    rationale = "NOT IMPLEMENTED"
+    message = "{what} is fed into {loss}, {cost}. {fix}"
+    rationale = (
+        "BCEWithLogitsLoss and F.binary_cross_entropy_with_logits apply sigmoid to their input; BCELoss and "
+        "F.binary_cross_entropy expect probabilities. Feeding a sigmoid output to the first squashes twice: "
+        "the run trains, but on inputs confined to [0.5, 0.73], with shrunken gradients and a worse model. "
+        "Feeding raw logits to the second stops the run with an error as soon as one leaves [0, 1] (on CUDA a "
+        "device-side assert), after training on scores misread as probabilities. The rule resolves the loss "
+        "through its binding and traces the input back through local assignments, shape-only tensor methods, "
+        "sigmoid calls and layers, nn.Sequential models, and the forward() of a model defined in the file. It "
+        "reports raw logits only when the model provably ends in a linear or convolution layer, and stays "
+        "silent for sigmoid gating inside a block that still returns logits, for sigmoid used for metrics, and "
+        "for models it cannot read."
+    )
+    example_bad = """
+        import torch
+        import torch.nn as nn
+
+        head = nn.Linear(128, 1)
+        criterion = nn.BCEWithLogitsLoss()
+        loss = criterion(torch.sigmoid(head(features)), targets)
+    """
+    example_good = """
+        import torch
+        import torch.nn as nn
+
+        head = nn.Linear(128, 1)
+        criterion = nn.BCEWithLogitsLoss()
+        logits = head(features)
+        loss = criterion(logits, targets)
+        accuracy = ((torch.sigmoid(logits) > 0.5) == targets).float().mean()
+    """
+
+    def visit_call(self, node: nodes.Call) -> None:
+        if not node.args and not node.keywords:
+            return
+        if not isinstance(node.func, (nodes.Name, nodes.Attribute, nodes.Call)):
+            return
+        expects = _expected_input(node)
+        if expects is None:
+            return
+        first = origins.input_argument(node)
+        if first is None:
+            return
+        found = origins.Tracer(_call_kind, _layer_kind, MAX_DEPTH).trace(first)
+        if found is None or found.kind == expects[0]:
+            return
+        what, cost, fix = _MESSAGES[found.kind]
+        self.report(node, what=what.format(found.text), loss=expects[1], cost=cost, fix=fix)
+
+
+def _expected_input(call: nodes.Call) -> Optional[Tuple[str, str]]:
+    """(kind the loss needs, loss name for the message), or None when ``call`` is not a BCE loss."""
+    name = infer.callee_qname(call)
+    if name is None:
+        return None
+    if name in LOGIT_LOSSES or infer.is_instance_of(call.func, LOGIT_LOSS_CLASSES):
+        return "logits", "F.binary_cross_entropy_with_logits" if "functional" in name else "BCEWithLogitsLoss"
+    if name in PROBABILITY_LOSSES or infer.is_instance_of(call.func, PROBABILITY_LOSS_CLASSES):
+        return "sigmoid", "F.binary_cross_entropy" if "functional" in name else "BCELoss"
+    return None
+
+
+def _call_kind(call: nodes.Call, name: Optional[str], tracer: origins.Tracer) -> Optional[origins.Origin]:
+    """Sigmoid and affine functions and methods; shape-only methods pass their receiver's kind on."""
+    method = infer.method_name(call)
+    if name is None and method in SIGMOID_METHODS:
+        # ``model(x).sigmoid()`` where the model's output cannot be inferred: only tensors have it.
+        name = "torch.Tensor." + str(method)
+    if name in SIGMOID_FUNCTIONS or name in SIGMOID_INPLACE:
+        return origins.Origin("sigmoid", "sigmoid")
+    if name in LOGIT_FUNCTIONS:
+        return origins.Origin("logits", "F.linear")
+    if method in SHAPE_METHODS and (name is None or name.startswith("torch.Tensor.")):
+        inner = origins.receiver(call)
+        return tracer.origin(inner) if inner is not None else None
+    return None
+
+
+def _layer_kind(name: str) -> Optional[origins.Origin]:
+    if name in SIGMOID_LAYERS:
+        return origins.Origin("sigmoid", "nn.Sigmoid")
+    if name in LOGIT_LAYERS:
+        return origins.Origin("logits", "nn." + name.rsplit(".", 1)[-1])
+    return None

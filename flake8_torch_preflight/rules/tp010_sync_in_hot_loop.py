@@ -1,11 +1,121 @@
-"""TP010 sync-in-hot-loop: placeholder until the rule lands (reports nothing)."""
+"""TP010 sync-in-hot-loop: a host-device sync run once per element inside the training step."""
 from __future__ import annotations
 
+from typing import Optional
+
+from astroid import nodes
+
+from ..analysis import device, infer, training_step
 from ._base import Rule, register
+
+#: Tensor methods that download a value and so wait for the GPU queue (``device.SYNC_METHODS``).
+SYNC_METHODS = device.SYNC_METHODS
+
+#: Builtins that read a tensor's value on the host (``float(t)`` is ``t.item()``).
+SYNC_BUILTINS = device.SYNC_BUILTINS
+
+#: Explicit waits for the device, a stream or an event.
+SYNC_FUNCTIONS = device.SYNC_FUNCTIONS
+
+#: Call names worth a look before any inference: the methods, the builtins' short names, synchronize.
+CANDIDATE_NAMES = frozenset(SYNC_METHODS | {"float", "int", "bool", "synchronize"})
 
 
 @register
 class SyncInHotLoop(Rule):
     code, slug = "TP010", "sync-in-hot-loop"
-    message = "NOT IMPLEMENTED"
-    rationale = "NOT IMPLEMENTED"
+    message = (
+        "{sync} runs once per element of {loop} inside the training step, and every call makes the host "
+        "wait until the GPU has finished all queued work, so the GPU idles that many times per step "
+        "(slower steps; the results are right). Keep the values on the device (torch.stack them, or "
+        "accumulate a tensor) and sync once per step, or only on logging steps."
+    )
+    rationale = (
+        "CUDA kernels run asynchronously: the host queues work and moves on. Reading a value back "
+        "(.item(), .cpu(), .numpy(), .tolist(), float(t)) or calling torch.cuda.synchronize() blocks the "
+        "host until the queue is empty. Once per step, for a logged loss, is normal. Inside a loop or "
+        "comprehension nested in the step (one .item() per parameter for gradient norms, one per sample "
+        "for a metric) the queue is drained again and again, and the GPU idles between the small kernels. "
+        "The training step is found from evidence: a loop that calls backward() or a resolved "
+        "optimizer.step(), a function that does so outside its loops, and helpers of the file called "
+        "from them. Syncs under a periodic logging branch (if step % 100 == 0), on tensors that are "
+        "provably on the host, and in files that never use CUDA are not reported."
+    )
+    example_bad = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "\n"
+        "model = nn.Linear(10, 2).cuda()\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(100):\n"
+        "    loss = model(torch.randn(8, 10, device='cuda')).sum()\n"
+        "    loss.backward()\n"
+        "    norms = [p.grad.norm().item() for p in model.parameters()]\n"
+        "    optimizer.step()\n"
+        "    optimizer.zero_grad()\n"
+    )
+    example_good = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "\n"
+        "model = nn.Linear(10, 2).cuda()\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(100):\n"
+        "    loss = model(torch.randn(8, 10, device='cuda')).sum()\n"
+        "    loss.backward()\n"
+        "    norms = torch.stack([p.grad.norm() for p in model.parameters()]).tolist()\n"
+        "    optimizer.step()\n"
+        "    optimizer.zero_grad()\n"
+    )
+
+    def visit_call(self, node: nodes.Call) -> None:
+        if infer.call_name(node) not in CANDIDATE_NAMES:
+            return  # cheap syntactic check first
+        sync = _sync_text(node)
+        if sync is None:
+            return
+        if not device.uses_cuda(node.root()):
+            return  # no device to wait for
+        loop = training_step.per_element_loop(node)
+        if loop is None:
+            return
+        self.report(node, sync=sync, loop=_loop_text(loop))
+
+
+def _sync_text(call: nodes.Call) -> Optional[str]:
+    """How the message names the sync, or None when ``call`` is not a sync on a device value."""
+    func = call.func
+    if isinstance(func, nodes.Attribute) and func.attrname in SYNC_METHODS:
+        receiver = func.expr
+        if _already_on_host(receiver) or not device.is_tensor(receiver):
+            return None
+        return ".{}()".format(func.attrname)
+    if isinstance(func, nodes.Name) and func.name in ("float", "int", "bool"):
+        if len(call.args) != 1 or call.keywords or infer.qname(func) not in SYNC_BUILTINS:
+            return None
+        arg = call.args[0]
+        if _already_on_host(arg) or not device.is_tensor(arg):
+            return None
+        return "{}(tensor)".format(func.name)
+    if infer.call_name(call) == "synchronize" and infer.callee_qname(call) in SYNC_FUNCTIONS:
+        return "{}()".format(call.func.as_string())
+    return None
+
+
+def _already_on_host(expr: nodes.NodeNG) -> bool:
+    """The value was downloaded already (``x.cpu().numpy()``: only the ``.cpu()`` syncs) or
+    provably never left the host (``torch.randperm(n)[i].item()``)."""
+    return device.is_host_value(expr)
+
+
+def _loop_text(loop: training_step.Element) -> str:
+    if isinstance(loop, nodes.For):
+        return "the loop over {}".format(_short(loop.iter))
+    if isinstance(loop, nodes.While):
+        return "the while loop"
+    return "the comprehension over {}".format(_short(loop.generators[0].iter))
+
+
+def _short(expr: nodes.NodeNG) -> str:
+    text = expr.as_string()
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,11 +1,239 @@
-"""TP012 starved-dataloader: placeholder until the rule lands (reports nothing)."""
+"""TP012 starved-dataloader: a DataLoader with no worker processes or no pinned memory in a CUDA training file."""
 from __future__ import annotations
 
+from typing import Dict, List, Optional
+
+from astroid import nodes
+
+from ..analysis import dataflow, device, infer, training_step
+from ..analysis.torch_names import DATALOADERS
 from ._base import Rule, register
+
+#: DataLoader parameters read here, with their position in ``DataLoader(dataset, batch_size, ...)``.
+POSITIONS = {"dataset": 0, "num_workers": 5, "collate_fn": 6, "pin_memory": 7}
+
+#: Dataset classes of torch that only wrap the datasets or tensors they are given.
+WRAPPING_DATASETS = frozenset(
+    {"torch.utils.data.TensorDataset", "torch.utils.data.Subset", "torch.utils.data.ConcatDataset"}
+)
+
+#: Base class of map-style and iterable datasets (a file-defined subclass may move data to the GPU).
+DATASET_BASES = frozenset({"torch.utils.data.Dataset"})
+
+#: Methods on a dict that change its keys after it is built (the ``**kwargs`` then cannot be read).
+DICT_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
+
+#: Sentinel for "this setting cannot be known statically".
+_OPAQUE = object()
 
 
 @register
-class StarvedDataloader(Rule):
+class StarvedDataLoader(Rule):
     code, slug = "TP012", "starved-dataloader"
-    message = "NOT IMPLEMENTED"
-    rationale = "NOT IMPLEMENTED"
+    message = (
+        "DataLoader {problems}: in this CUDA training file the GPU waits while the training process itself "
+        "loads, collates and copies every batch from pageable memory, so throughput drops (a tuning "
+        "observation, not a wrong result). Set num_workers to a few worker processes (e.g. 4, up to the CPU "
+        "cores per GPU) and pin_memory=True."
+    )
+    rationale = (
+        "With num_workers=0 (the default) every batch is read, decoded and collated in the training process "
+        "between steps, while the GPU sits idle; with pin_memory=False (the default) each host-to-device copy "
+        "goes through pageable memory and cannot overlap with compute. Neither changes results, so this is "
+        "a tuning observation for files that train on CUDA (device strings, .cuda(), torch.cuda, nccl). "
+        "The loader is resolved as torch.utils.data.DataLoader through any alias. Values passed through a "
+        "**kwargs dict that cannot be read, datasets whose tensors are already on the GPU (pinning them "
+        "raises, and CUDA cannot be used in forked workers), collate functions that move batches to the "
+        "GPU, and files that never use CUDA are not reported."
+    )
+    example_bad = (
+        "import torch\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "\n"
+        "model = torch.nn.Linear(10, 1).cuda()\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "loader = DataLoader(TensorDataset(torch.randn(64, 10)), batch_size=8)\n"
+        "for (x,) in loader:\n"
+        "    model(x.cuda()).sum().backward()\n"
+        "    optimizer.step()\n"
+        "    optimizer.zero_grad()\n"
+    )
+    example_good = (
+        "import torch\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "\n"
+        "model = torch.nn.Linear(10, 1).cuda()\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "loader = DataLoader(TensorDataset(torch.randn(64, 10)), batch_size=8, num_workers=4, pin_memory=True)\n"
+        "for (x,) in loader:\n"
+        "    model(x.cuda(non_blocking=True)).sum().backward()\n"
+        "    optimizer.step()\n"
+        "    optimizer.zero_grad()\n"
+    )
+
+    def visit_call(self, node: nodes.Call) -> None:
+        if not (node.args or node.keywords) or not isinstance(node.func, (nodes.Name, nodes.Attribute)):
+            return  # cheap syntactic check first
+        if infer.qname(node.func) not in DATALOADERS:
+            return  # subclasses may change the defaults: only the torch class itself
+        settings = _settings(node)
+        if settings is None:
+            return
+        problems = _problems(settings)
+        if not problems:
+            return
+        module = node.root()
+        if not device.uses_cuda(module) or not training_step.file_trains(module):
+            return
+        if _batches_already_on_device(settings):
+            return
+        self.report(node, problems=" and ".join(problems))
+
+
+def _settings(call: nodes.Call) -> Optional[Dict[str, object]]:
+    """The arguments this rule reads, by parameter name; ``_OPAQUE`` for a parameter a ``**kwargs``
+    (that cannot be read) or ``*args`` may carry; None when the call cannot be read at all."""
+    found: Dict[str, object] = {}
+    for name, index in POSITIONS.items():
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, nodes.Starred):
+                if i <= index:
+                    found[name] = _OPAQUE
+                break
+            if i == index:
+                found[name] = arg
+    for kw in call.keywords or ():
+        if kw.arg is not None:
+            if kw.arg in POSITIONS:
+                found[kw.arg] = kw.value
+            continue
+        unpacked = _read_kwargs(kw.value)
+        for name in POSITIONS:
+            if unpacked is None:
+                found.setdefault(name, _OPAQUE)
+            elif name in unpacked:
+                found.setdefault(name, unpacked[name])
+    return found
+
+
+def _read_kwargs(expr: nodes.NodeNG) -> Optional[Dict[str, nodes.NodeNG]]:
+    """Keys of a ``**kwargs`` dict built in the file and never changed after; None when unknown."""
+    values: Optional[List[nodes.NodeNG]] = [expr]
+    if isinstance(expr, nodes.Name):
+        values = dataflow.assigned_values(expr)
+        if not values or len(values) != 1 or _dict_mutated(expr):
+            return None
+    assert values is not None
+    built = values[0]
+    result: Dict[str, nodes.NodeNG] = {}
+    if isinstance(built, nodes.Dict):
+        for key, value in built.items:
+            if not isinstance(key, nodes.Const) or not isinstance(key.value, str):
+                return None  # ``**other`` inside the literal, or computed keys
+            result[key.value] = value
+        return result
+    if isinstance(built, nodes.Call) and isinstance(built.func, nodes.Name) and infer.qname(built.func) == "builtins.dict":
+        if built.args:
+            return None
+        for kw in built.keywords or ():
+            if kw.arg is None:
+                return None
+            result[kw.arg] = kw.value
+        return result
+    return None
+
+
+def _dict_mutated(name: nodes.Name) -> bool:
+    """The dict bound to ``name`` gains or loses keys somewhere in its scope (``kwargs.update(...)``,
+    ``kwargs["num_workers"] = 4``, ``kwargs |= cuda_kwargs``)."""
+    scope = name.scope()
+    for node in scope.nodes_of_class((nodes.Call, nodes.Subscript, nodes.AugAssign)):
+        if isinstance(node, nodes.Call):
+            func = node.func
+            if isinstance(func, nodes.Attribute) and func.attrname in DICT_MUTATORS:
+                if isinstance(func.expr, nodes.Name) and func.expr.name == name.name:
+                    return True
+        elif isinstance(node, nodes.Subscript):
+            if isinstance(node.value, nodes.Name) and node.value.name == name.name and node.ctx is not None:
+                if node.ctx.name in ("Store", "Del"):
+                    return True
+        elif isinstance(node.target, nodes.AssignName) and node.target.name == name.name:
+            return True
+    return False
+
+
+def _problems(settings: Dict[str, object]) -> List[str]:
+    problems: List[str] = []
+    workers = settings.get("num_workers")
+    if workers is None:
+        problems.append("leaves num_workers at its default of 0")
+    elif isinstance(workers, nodes.NodeNG) and _constant(workers) == 0:
+        problems.append("sets num_workers=0")
+    pin = settings.get("pin_memory")
+    if pin is None:
+        problems.append("has no pin_memory=True")
+    elif isinstance(pin, nodes.NodeNG) and _constant(pin) is False:
+        problems.append("sets pin_memory=False")
+    return problems
+
+
+def _constant(expr: nodes.NodeNG) -> object:
+    """The constant ``expr`` resolves to, or a private sentinel when it is not one."""
+    value = expr if isinstance(expr, nodes.Const) else infer.safe_infer(expr)
+    if isinstance(value, nodes.Const) and isinstance(value.value, (bool, int)):
+        return value.value
+    return _OPAQUE
+
+
+def _batches_already_on_device(settings: Dict[str, object]) -> bool:
+    """The data reaches the loader on the GPU (pin_memory would raise), or its collate_fn moves it there."""
+    dataset = settings.get("dataset")
+    if dataset is _OPAQUE:
+        return True
+    if isinstance(dataset, nodes.NodeNG) and _dataset_on_device(dataset, device.MAX_DEPTH):
+        return True
+    collate = settings.get("collate_fn")
+    if collate is _OPAQUE:
+        return True
+    return isinstance(collate, nodes.NodeNG) and _function_moves_to_device(collate)
+
+
+def _dataset_on_device(expr: nodes.NodeNG, depth: int) -> bool:
+    if depth <= 0:
+        return False
+    if device.is_device_value(expr):
+        return True
+    if isinstance(expr, nodes.Name):
+        values = dataflow.assigned_values(expr) or infer.parameter_arguments(expr) or []
+        if any(_dataset_on_device(v, depth - 1) for v in values):
+            return True
+    if isinstance(expr, nodes.Call):
+        if infer.callee_qname(expr) in WRAPPING_DATASETS:
+            return any(_dataset_on_device(a, depth - 1) for a in _plain(expr.args))
+        if isinstance(expr.func, (nodes.Name, nodes.Attribute)):
+            klass = infer.safe_infer(expr.func)
+            if isinstance(klass, nodes.ClassDef) and klass.root() is expr.root():
+                return infer.class_is_subclass_of(klass, DATASET_BASES) and _moves_to_device(klass)
+    klass = infer.instance_class(expr)
+    if klass is not None and klass.root() is expr.root():
+        return infer.class_is_subclass_of(klass, DATASET_BASES) and _moves_to_device(klass)
+    return False
+
+
+def _plain(args: List[nodes.NodeNG]) -> List[nodes.NodeNG]:
+    return [a for a in args if not isinstance(a, nodes.Starred)]
+
+
+def _function_moves_to_device(expr: nodes.NodeNG) -> bool:
+    if isinstance(expr, nodes.Lambda):
+        return _moves_to_device(expr)
+    func = infer.function_def(expr)
+    return func is not None and func.root() is expr.root() and _moves_to_device(func)
+
+
+def _moves_to_device(scope: nodes.NodeNG) -> bool:
+    """Some ``.cuda()`` / ``.to(<device>)`` call in ``scope`` sends data to an accelerator."""
+    for call in scope.nodes_of_class(nodes.Call):
+        if infer.method_name(call) in ("to", "cuda") and device.transfer_target(call) in ("accelerator", "device"):
+            return True
+    return False

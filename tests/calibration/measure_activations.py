@@ -36,13 +36,13 @@ PRECISIONS: dict[str, dict[str, Any]] = {
     "amp": {"amp": torch.float16, "cast": None},
     "bf16": {"amp": None, "cast": torch.bfloat16},
 }
-BATCHES = (2, 4, 8)
+BATCHES = (2, 4)
 SEQS = (64, 128, 256)
 
 #: monomials a per-layer term may contain; "kv" = key/value width (kv_heads * head_dim)
 LAYER_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "bssa", "bss", "ss", "s", "b", "1")
 #: monomials the non-layer part (embeddings, final norm, head, loss) may contain
-REST_FEATURES = ("bsh", "bsV", "bs", "bh", "bss", "bssa", "ss", "s", "b", "1")
+REST_FEATURES = ("bsh", "bsV", "bs", "bh", "bshd", "shd", "bss", "bssa", "ss", "s", "b", "1")
 
 
 def monomials(b: int, s: int, t: int, v: dict[str, int]) -> dict[str, int]:
@@ -50,7 +50,7 @@ def monomials(b: int, s: int, t: int, v: dict[str, int]) -> dict[str, int]:
     h, f, a, kv, voc = v["h"], v["f"], v["a"], v["kv"], v["V"]
     return {"bsh": b * s * h, "bsf": b * s * f, "bskv": b * s * kv, "bs": b * s, "bsa": b * s * a,
             "bssa": b * s * s * a, "bss": b * s * s, "ss": s * s, "s": s, "b": b, "1": 1,
-            "bsV": b * s * voc, "bh": b * h}
+            "bsV": b * s * voc, "bh": b * h, "bshd": b * s * (h // a), "shd": s * (h // a)}
 
 
 @dataclass
@@ -140,13 +140,11 @@ _MHA = [
     {"h": 256, "f": 768, "a": 8, "V": 1536},
     {"h": 384, "f": 1024, "a": 4, "V": 2048},
     {"h": 512, "f": 2048, "a": 8, "V": 1280},
+    {"h": 320, "f": 640, "a": 10, "V": 1792},
+    {"h": 384, "f": 1536, "a": 12, "V": 1024},
 ]
-_GQA = [
-    {"h": 256, "f": 1024, "a": 4, "kv_heads": 2, "V": 1024},
-    {"h": 256, "f": 768, "a": 8, "kv_heads": 2, "V": 1536},
-    {"h": 384, "f": 1024, "a": 4, "kv_heads": 1, "V": 2048},
-    {"h": 512, "f": 2048, "a": 8, "kv_heads": 4, "V": 1280},
-]
+#: the same widths with grouped-query attention (kv heads below heads, one multi-query)
+_GQA = [dict(v, kv_heads=k) for v, k in zip(_MHA, (2, 2, 1, 4, 5, 3))]
 
 
 def _with_kv(variants: list[dict[str, int]]) -> list[dict[str, int]]:
@@ -293,6 +291,7 @@ def _fit_exact(rows: list[dict[str, Any]], features: tuple[str, ...], target: st
         "coefficients": {f: _num(c) for f, c in coeffs.items() if c != 0},
         "max_abs_residual_bytes": float(worst),
         "points": len(rows),
+        "degrees_of_freedom": len({tuple(r[f] for f in basis) for r in rows}) - len(basis),
         "monomials_tried": list(features),
         "collinear_dropped": [f for f in used if f not in basis],
     }
@@ -327,7 +326,7 @@ def measure_family(fam: Family, log: Callable[[str], None]) -> dict[str, Any]:
                                         "held_logits_bytes": m1["held_logits_bytes"],
                                         "sdpa_backends": m2["sdpa_backends"]})
                 # linearity in depth: L=3 minus L=2 equals the per-layer term
-                v0, b0, s0 = fam.variants[0], BATCHES[1], (SEQS[1] if fam.kind != "vision" else 145)
+                v0, b0, s0 = fam.variants[0], BATCHES[-1], (SEQS[1] if fam.kind != "vision" else 145)
                 m2 = run_point(fam, v0, 2, b0, s0, impl, prec, head)
                 m3 = run_point(fam, v0, 3, b0, s0, impl, prec, head)
                 m1 = run_point(fam, v0, 1, b0, s0, impl, prec, head)

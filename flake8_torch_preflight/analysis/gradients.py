@@ -1,0 +1,150 @@
+"""Where gradients are made, scaled and applied, and which loops a framework runs for the user.
+
+Shared by TP004 (unscaled accumulation), TP005 (DDP sampler) and TP013 (AMP scaling):
+
+* ``is_tensor_backward``: ``loss.backward()``; ``accelerator.backward(loss)``,
+  ``engine.backward(loss)`` (Accelerate, DeepSpeed, Fabric: a positional loss argument) are
+  framework backwards that scale for accumulation and mixed precision themselves;
+* ``is_scale_call`` / ``is_unscale_call``: ``GradScaler.scale(...)`` and ``.unscale_(...)``;
+* ``stepped_optimizer``: the optimizer an ``opt.step()`` / ``scaler.step(opt)`` updates;
+* ``framework_managed``: code inside a Lightning module or a Hugging Face ``Trainer``
+  subclass, whose optimisation loop (accumulation, precision, samplers) the framework runs.
+
+Name-based fallbacks, used only where the binding cannot be resolved at all (a parameter with
+no call site, an opaque factory): ``OPTIMIZER_NAME`` and ``SCALER_NAME`` (as in TP003).
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional, Tuple
+
+from astroid import nodes
+
+from . import dataflow, infer
+from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
+
+#: Names people give optimizers; consulted only when a receiver's binding is unresolvable.
+OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|\d|$)", re.IGNORECASE)
+
+#: Names people give gradient scalers; consulted only when a receiver's binding is unresolvable.
+SCALER_NAME = re.compile(r"scaler", re.IGNORECASE)
+
+#: Import prefixes of frameworks that run the optimisation loop for the user: a class deriving
+#: from one of them (a ``LightningModule``, a ``transformers.Trainer`` subclass) gets gradient
+#: accumulation, loss scaling and distributed samplers from the framework.
+FRAMEWORK_PREFIXES = ("lightning", "pytorch_lightning", "transformers", "accelerate")
+
+#: How many local base classes are followed to reach a framework base.
+MAX_BASE_DEPTH = 4
+
+
+def is_tensor_backward(call: nodes.Call) -> bool:
+    """``x.backward()`` / ``x.backward(retain_graph=True)``: a backward on a tensor.
+
+    A positional argument means ``accelerator.backward(loss)`` / ``engine.backward(loss)``
+    (``Tensor.backward(gradient)`` on a scalar loss is not used in training code), which the
+    framework scales itself.
+    """
+    return infer.method_name(call) == "backward" and not call.args
+
+
+def backward_receiver(call: nodes.Call) -> nodes.NodeNG:
+    """The tensor a ``x.backward()`` call differentiates (``x``)."""
+    return call.func.expr  # type: ignore[union-attr, no-any-return]
+
+
+def _scaler_receiver(call: nodes.Call) -> bool:
+    receiver = call.func.expr  # type: ignore[union-attr]
+    if infer.is_instance_of(receiver, GRAD_SCALERS):
+        return True
+    if infer.safe_infer(receiver) is not None:
+        return False
+    name = dataflow.terminal_name(receiver)
+    return name is not None and SCALER_NAME.search(name) is not None
+
+
+def is_scale_call(call: nodes.NodeNG) -> bool:
+    """``scaler.scale(loss)`` on a GradScaler (or on an unresolvable ``*scaler*``)."""
+    return isinstance(call, nodes.Call) and infer.method_name(call) == "scale" and _scaler_receiver(call)
+
+
+def is_unscale_call(call: nodes.NodeNG) -> bool:
+    """``scaler.unscale_(optimizer)``: only GradScaler has this method, so the name decides."""
+    return isinstance(call, nodes.Call) and infer.method_name(call) == "unscale_"
+
+
+def is_optimizer(expr: nodes.NodeNG) -> bool:
+    """Resolved to a torch optimizer; or unresolvable and named like one."""
+    if infer.is_instance_of(expr, OPTIMIZER_BASES):
+        return True
+    if infer.safe_infer(expr) is not None:
+        return False  # bound to something else: a scheduler, an environment, a user object
+    name = dataflow.terminal_name(expr)
+    return name is not None and OPTIMIZER_NAME.search(name) is not None
+
+
+def stepped_optimizer(call: nodes.NodeNG) -> Optional[nodes.NodeNG]:
+    """The optimizer an ``opt.step()`` or ``scaler.step(opt)`` call updates; None for other steps
+    (schedulers, environments)."""
+    if not isinstance(call, nodes.Call) or infer.method_name(call) != "step":
+        return None
+    receiver = call.func.expr  # type: ignore[union-attr]
+    if _scaler_receiver(call):
+        if call.args and not isinstance(call.args[0], nodes.Starred) and is_optimizer(call.args[0]):
+            return call.args[0]  # type: ignore[no-any-return]
+        return None
+    return receiver if is_optimizer(receiver) else None
+
+
+def is_zero_grad(call: nodes.NodeNG) -> bool:
+    """``optimizer.zero_grad()`` / ``model.zero_grad()``."""
+    return isinstance(call, nodes.Call) and infer.method_name(call) == "zero_grad"
+
+
+def framework_managed(node: nodes.NodeNG) -> bool:
+    """``node`` sits in a class deriving (directly or through classes of the file) from a
+    Lightning, Hugging Face or Accelerate class: that framework runs the loop."""
+    scope = node.scope()
+    while scope is not None and not isinstance(scope, nodes.Module):
+        if isinstance(scope, nodes.ClassDef) and _framework_class(scope, MAX_BASE_DEPTH):
+            return True
+        parent = scope.parent
+        scope = parent.scope() if parent is not None else None
+    return False
+
+
+def _framework_class(klass: nodes.ClassDef, depth: int) -> bool:
+    if depth <= 0:
+        return False
+    for base in klass.bases:
+        dotted = infer.dotted_name(base)
+        if dotted is not None and dotted.split(".")[0] in FRAMEWORK_PREFIXES:
+            return True
+        local = infer.safe_infer(base)
+        if isinstance(local, nodes.ClassDef) and local.root() is klass.root() and local is not klass:
+            if _framework_class(local, depth - 1):
+                return True
+    return False
+
+
+def with_items_around(node: nodes.NodeNG) -> Iterator[Tuple[nodes.NodeNG, nodes.NodeNG]]:
+    """``(with_node, item_expr)`` for every ``with`` whose body holds ``node``, innermost first,
+    within its function."""
+    child = node
+    parent = node.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)):
+        if isinstance(parent, (nodes.With, nodes.AsyncWith)) and child in parent.body:
+            for item, _ in parent.items:
+                yield parent, item
+        child = parent
+        parent = parent.parent
+
+
+def inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
+    """``ancestor`` is a strict ancestor of ``node``."""
+    parent = node.parent
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent
+    return False

@@ -1,0 +1,175 @@
+"""Which activation produced a value: softmax, sigmoid, raw logits... traced back syntactically.
+
+astroid infers a ``softmax`` result as a plain ``Tensor`` and forgets how it
+was made, so rules that check what a loss receives (TP006, TP007) trace the
+producing expression instead:
+
+* a Name is followed through its reaching assignments (``dataflow``); every
+  reaching value must give the same answer, otherwise the answer is unknown;
+* a call is first shown to the rule's ``call_kind`` (``F.softmax(x)``,
+  ``x.sigmoid()``, ``torch.log(p)``...);
+* a call of a module instance is then answered from the module: a torch layer
+  through the rule's ``layer_kind`` (``nn.Sigmoid`` -> sigmoid, ``nn.Linear``
+  -> logits), an ``nn.Sequential`` built in the file from its last layer, and a
+  ``Module`` subclass defined in the file from what every ``return`` of its
+  ``forward`` produces.
+
+Anything else (parameters, opaque calls, tuple unpacking, wrappers such as
+DDP) is unknown: ``None``, and the rules stay silent.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Optional, Set
+
+from astroid import nodes
+
+from . import dataflow, infer
+from .torch_names import MODULE_BASES
+
+#: How deep origins are followed (assignments, forward() returns, Sequential layers).
+MAX_DEPTH = 4
+
+
+class Origin(NamedTuple):
+    """What produced a value: a rule-defined ``kind`` and the text a message shows."""
+
+    kind: str
+    text: str
+
+
+class Tracer:
+    """Traces values back to the activation that produced them, for one rule's notion of kinds.
+
+    ``call_kind(call, callee_qname, tracer)`` names the output of a plain call
+    (or returns None to let the tracer look at module calls);
+    ``layer_kind(class_qname)`` names the output of a torch layer class.  Both
+    may recurse through ``tracer.origin``.
+    """
+
+    def __init__(
+        self,
+        call_kind: "Callable[[nodes.Call, Optional[str], Tracer], Optional[Origin]]",
+        layer_kind: "Callable[[str], Optional[Origin]]",
+        depth: int = MAX_DEPTH,
+    ) -> None:
+        self.call_kind = call_kind
+        self.layer_kind = layer_kind
+        self.depth = depth
+        self._seen: Set[int] = set()
+        self._level = 0
+
+    def trace(self, expr: nodes.NodeNG) -> Optional[Origin]:
+        """Entry point: the origin of ``expr``, starting a fresh search."""
+        self._seen = set()
+        self._level = 0
+        return self.origin(expr)
+
+    def origin(self, expr: nodes.NodeNG) -> Optional[Origin]:
+        """The origin of ``expr`` (every reaching value agreeing), or None when unknown."""
+        if self._level >= self.depth or id(expr) in self._seen:
+            return None
+        self._seen.add(id(expr))
+        self._level += 1
+        try:
+            return self._origin(expr)
+        finally:
+            self._level -= 1
+
+    def _origin(self, expr: nodes.NodeNG) -> Optional[Origin]:
+        if isinstance(expr, nodes.Name):
+            values = dataflow.assigned_values(expr)
+            if not values:
+                return None
+            kinds = {self.origin(v) for v in values}
+            return kinds.pop() if len(kinds) == 1 else None  # every reaching value must agree
+        if not isinstance(expr, nodes.Call):
+            return None
+        found = self.call_kind(expr, infer.callee_qname(expr), self)
+        if found is not None:
+            return found
+        return self.module_call(expr)
+
+    def module_call(self, call: nodes.Call) -> Optional[Origin]:
+        """Output of ``call`` when it calls a module instance: ``head(x)``, ``self.fc(x)``, ``model(x)``."""
+        klass = infer.instance_class(call.func)
+        if klass is None or not infer.class_is_subclass_of(klass, MODULE_BASES):
+            return None
+        if klass.qname() == "torch.nn.Sequential":
+            if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+                return None
+            values = dataflow.assigned_values(call.func)
+            if not values or len(values) != 1:
+                return None
+            return self.sequential_output(values[0])
+        return self.class_output(klass, call.root())
+
+    def sequential_output(self, built: nodes.NodeNG) -> Optional[Origin]:
+        """Output of ``nn.Sequential(a, b, last)`` built by the call ``built``: that of ``last``."""
+        if not isinstance(built, nodes.Call) or not built.args:
+            return None
+        last = built.args[-1]
+        if not isinstance(last, nodes.Call) or isinstance(last, nodes.Starred):
+            return None
+        klass = _constructed_class(last)
+        if klass is None:
+            return None
+        if klass.qname() == "torch.nn.Sequential":
+            return self._nested(lambda: self.sequential_output(last))
+        return self._nested(lambda: self.class_output(klass, built.root()))
+
+    def class_output(self, klass: nodes.ClassDef, module: nodes.Module) -> Optional[Origin]:
+        """Output of an instance of ``klass``: a torch layer's kind, or what a file-defined forward returns."""
+        qname = klass.qname()
+        if qname.startswith("torch."):
+            return self.layer_kind(qname)
+        if klass.root() is not module or not infer.class_is_subclass_of(klass, MODULE_BASES):
+            return None
+        try:
+            forward = klass.getattr("forward")[0]
+        except Exception:
+            return None
+        if not isinstance(forward, nodes.FunctionDef) or forward.root() is not module:
+            return None
+        returns = list(forward.nodes_of_class(nodes.Return, skip_klass=(nodes.FunctionDef, nodes.ClassDef)))
+        if not returns or any(r.value is None for r in returns):
+            return None
+        kinds = {self.origin(r.value) for r in returns}
+        if len(kinds) != 1:
+            return None
+        kind = kinds.pop()
+        if kind is None:
+            return None
+        if "(ending " in kind.text:
+            return kind
+        return Origin(kind.kind, "{} (ending {}.forward)".format(kind.text, klass.name))
+
+    def _nested(self, step: "Callable[[], Optional[Origin]]") -> Optional[Origin]:
+        if self._level >= self.depth:
+            return None
+        self._level += 1
+        try:
+            return step()
+        finally:
+            self._level -= 1
+
+
+def _constructed_class(call: nodes.Call) -> Optional[nodes.ClassDef]:
+    """The class a constructor call ``nn.Linear(4, 1)`` / ``Head()`` builds, or None."""
+    value = infer.safe_infer(call.func)
+    return value if isinstance(value, nodes.ClassDef) else None
+
+
+def receiver(call: nodes.Call) -> Optional[nodes.NodeNG]:
+    """``x`` for ``x.method(...)``; None for a plain function call."""
+    return call.func.expr if isinstance(call.func, nodes.Attribute) else None
+
+
+def input_argument(call: nodes.Call) -> Optional[nodes.NodeNG]:
+    """The ``input`` a loss call receives: its first positional argument or ``input=``."""
+    if call.args:
+        first = call.args[0]
+        return None if isinstance(first, nodes.Starred) else first
+    for kw in call.keywords or ():
+        if kw.arg == "input":
+            return kw.value
+    return None

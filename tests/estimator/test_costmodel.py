@@ -1,0 +1,412 @@
+"""The cost model's arithmetic: definitional bytes exactly, activation terms by their formulas,
+unknowns as None (never a guessed 0), and the interval's ordering.
+
+Shapes here are small ``ModelSpec`` values built in the test, so the numbers follow from the
+formulas alone and not from the catalogue data.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from flake8_torch_preflight.estimator import costmodel as cm
+from flake8_torch_preflight.estimator.catalogue import GpuTarget, ModelSpec
+from flake8_torch_preflight.estimator.costmodel import TERMS, estimate, kv_cache_bytes, lora_params
+from flake8_torch_preflight.estimator.run import OPTIMIZERS, PRECISIONS, RunSpec, RunSpecError
+
+MIB = 1024**2
+GIB = 1024**3
+
+#: Divisible by 256 (the 8-bit optimizer's block) and by every world size used here.
+P = 1_048_576
+
+
+def decoder(**changes: Any) -> ModelSpec:
+    """A small GPT-2-like decoder: learned positions, LayerNorm, GELU, dropout, tied embeddings."""
+    shape: Dict[str, Any] = {
+        "layers": 4, "hidden": 256, "heads": 4, "kv_heads": None, "head_dim": None, "ffn": 1024,
+        "ffn_kind": "gelu", "vocab": 1000, "max_positions": 512, "position": "learned",
+        "tied_embeddings": True, "dropout": True, "norm": "layernorm", "bias": True,
+        "experts": None, "experts_per_token": None, "encoder_layers": None, "decoder_layers": None,
+        "image_size": None, "patch_size": None, "channels": None, "num_classes": None,
+    }
+    kind = changes.pop("kind", "decoder")
+    params = changes.pop("params", 5_000_000)
+    shape.update(changes)
+    return ModelSpec(key="tiny", kind=kind, params=params, source="test", shape=shape, aliases=())
+
+
+def gpu(usable_gib: float = 16.0, count: int = 1, context_mib: int = 400, bf16: bool = True) -> GpuTarget:
+    usable = int(usable_gib * GIB)
+    return GpuTarget(key="testgpu", name="Test GPU", count=count, memory_bytes=usable, usable_bytes=usable,
+                     context_bytes=context_mib * MIB, bf16=bf16, source="test")
+
+
+def params_only(**changes: Any) -> RunSpec:
+    return RunSpec(params=P, batch_size=1, seq_len=8, **changes)
+
+
+# ------------------------------------------------------------------ definitional bytes
+
+WEIGHT_BYTES = {"fp32": 4, "amp": 4, "fp16": 2, "bf16": 2}
+#: bytes of optimizer state per trainable parameter, per precision (torch.optim keeps state in
+#: the parameter's dtype; bitsandbytes keeps uint8 plus one fp32 absmax per 256 elements).
+STATE_BYTES = {
+    "sgd": lambda w: 0,
+    "sgd-momentum": lambda w: w,
+    "adam": lambda w: 2 * w,
+    "adamw": lambda w: 2 * w,
+    "adamw-8bit": lambda w: 2 * (1 + 4 / 256),
+    "lion": lambda w: w,
+    "rmsprop": lambda w: w,
+    "adagrad": lambda w: w,
+}
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("optimizer", sorted(STATE_BYTES))
+def test_bytes_per_parameter(precision: str, optimizer: str) -> None:
+    result = estimate(params_only(precision=precision, optimizer=optimizer))
+    w = WEIGHT_BYTES[precision]
+    assert result.breakdown["weights"] == P * w
+    assert result.breakdown["gradients"] == P * w
+    assert result.breakdown["optimizer_state"] == int(P * STATE_BYTES[optimizer](w))
+    assert result.breakdown["master_weights"] == 0
+    assert result.breakdown["autocast_cache"] == (P * 2 if precision == "amp" else 0)
+
+
+def test_every_contract_optimizer_is_priced() -> None:
+    assert set(OPTIMIZERS) == set(cm.OPTIMIZER_STATE_TENSORS_COUNT)
+    assert set(OPTIMIZERS) - set(STATE_BYTES) == {"adafactor"}
+
+
+def test_adafactor_is_factored_by_the_model_width() -> None:
+    run = RunSpec(model=decoder(), batch_size=1, seq_len=8, optimizer="adafactor")
+    assert estimate(run).breakdown["optimizer_state"] == int(5_000_000 * 2 / 256 * 4)
+
+
+def test_adafactor_without_a_width_is_unknown_not_zero() -> None:
+    result = estimate(params_only(optimizer="adafactor"))
+    assert result.breakdown["optimizer_state"] is None
+    assert result.terms["optimizer_state"].high == P * 4  # never more than an unfactored state
+
+
+def test_mixed_precision_zero_keeps_fp32_master_weights_and_states() -> None:
+    """ZeRO paper §3.1: 2 + 2 + (4 + 4 + 4) bytes per parameter for mixed-precision Adam."""
+    result = estimate(params_only(precision="bf16", optimizer="adamw", sharding="zero-1", world_size=1))
+    b = result.breakdown
+    assert (b["weights"], b["gradients"], b["master_weights"], b["optimizer_state"]) == (2 * P, 2 * P, 4 * P, 8 * P)
+
+
+@pytest.mark.parametrize(
+    "sharding, weights_div, grads_div, optimizer_div",
+    [("none", 1, 1, 1), ("zero-1", 1, 1, 4), ("zero-2", 1, 4, 4), ("zero-3", 4, 4, 4), ("fsdp", 4, 4, 4)],
+)
+def test_sharding_divides_by_world_size(sharding: str, weights_div: int, grads_div: int, optimizer_div: int) -> None:
+    model = decoder(params=P)
+    run = RunSpec(model=model, batch_size=1, seq_len=8, precision="amp", optimizer="adamw",
+                  sharding=sharding, world_size=4)
+    b = estimate(run).breakdown
+    gathered = 0 if weights_div == 1 else cm.FSDP_GATHERED_LAYERS_COUNT * 4 * P // 4  # two of four layers
+    assert b["weights"] == 4 * P // weights_div + gathered
+    assert b["gradients"] == 4 * P // grads_div
+    assert b["optimizer_state"] == 8 * P // optimizer_div
+
+
+def test_ddp_replicates_and_keeps_a_bucket_copy_of_gradients() -> None:
+    b = estimate(params_only(sharding="ddp", world_size=8)).breakdown
+    assert b["weights"] == 4 * P
+    assert b["optimizer_state"] == 8 * P
+    assert b["gradients"] == 4 * P * (1 + cm.DDP_BUCKET_GRADIENT_COPIES_COUNT)
+
+
+def test_optimizer_offload_removes_optimizer_state_from_the_device() -> None:
+    result = estimate(params_only(precision="bf16", sharding="zero-2", world_size=2, offload_optimizer=True))
+    b = result.breakdown
+    assert (b["optimizer_state"], b["master_weights"], b["optimizer_step"]) == (0, 0, 0)
+    assert b["gradients"] == 2 * P // 2
+    assert any("host memory" in note for note in result.notes)
+
+
+def test_inference_has_no_gradients_or_optimizer_state() -> None:
+    run = RunSpec(model=decoder(), batch_size=2, seq_len=16, inference=True)
+    b = estimate(run).breakdown
+    assert (b["gradients"], b["optimizer_state"], b["master_weights"], b["optimizer_step"]) == (0, 0, 0, 0)
+    assert b["kv_cache"] == 0
+    assert isinstance(b["activations"], int) and b["activations"] > 0
+
+
+def test_optimizer_step_is_the_foreach_temporary_beyond_backwards_peak() -> None:
+    result = estimate(RunSpec(model=decoder(), batch_size=1, seq_len=8, precision="fp32", optimizer="adamw"))
+    b = result.breakdown
+    temporary = 5_000_000 * 4  # one fp32 copy of exp_avg_sq
+    assert b["optimizer_step"] == max(0, temporary - b["activations"] - b["autocast_cache"])
+    assert b["optimizer_step"] > 0
+    fused = estimate(RunSpec(model=decoder(), batch_size=1, seq_len=8, optimizer="adamw", fused_optimizer=True))
+    assert fused.breakdown["optimizer_step"] == 0
+
+
+# ------------------------------------------------------------------------ activations
+
+def layer_bytes(run: RunSpec) -> int:
+    return estimate(run).activation_parts["layers"]
+
+
+def test_korthikanti_layer_formula_with_dropout() -> None:
+    """arXiv:2205.05198 eq. 1: s·b·h·(34 + 5·a·s/h) bytes per layer with 16-bit activations
+    and dropout (plus LayerNorm's fp32 mean and rstd, which the paper leaves out)."""
+    s, b, h, a, layers = 128, 2, 256, 4, 4
+    run = RunSpec(model=decoder(), batch_size=b, seq_len=s, precision="bf16")
+    statistics = 2 * 2 * 4 * s * b  # two LayerNorms, mean + rstd, fp32
+    assert layer_bytes(run) == layers * (s * b * h * 34 + 5 * a * s * s * b + statistics)
+
+
+def test_without_dropout_the_masks_and_dropout_outputs_go() -> None:
+    s, b, h, a, layers = 128, 2, 256, 4, 4
+    run = RunSpec(model=decoder(dropout=False), batch_size=b, seq_len=s, precision="bf16")
+    statistics = 2 * 2 * 4 * s * b
+    assert layer_bytes(run) == layers * (s * b * h * 32 + 2 * a * s * s * b + statistics)
+
+
+def test_fused_attention_has_no_quadratic_term() -> None:
+    def both(s: int, flash: bool) -> int:
+        return layer_bytes(RunSpec(model=decoder(), batch_size=1, seq_len=s, precision="bf16", flash=flash))
+
+    assert both(256, True) == 2 * both(128, True)
+    assert both(256, False) > 2 * both(128, False)
+    assert both(512, True) < both(512, False)
+
+
+def test_gqa_saves_nothing_in_eager_attention_but_shrinks_fused_kv() -> None:
+    def layers(kv_heads: Optional[int], flash: bool) -> int:
+        model = decoder(kv_heads=kv_heads, dropout=False, norm="rmsnorm", ffn_kind="swiglu")
+        return layer_bytes(RunSpec(model=model, batch_size=2, seq_len=64, precision="bf16", flash=flash))
+
+    assert layers(1, flash=False) == layers(4, flash=False)  # repeat_kv expands K and V
+    h, kv, tokens = 256, 64, 2 * 64
+    assert layers(4, flash=True) - layers(1, flash=True) == 4 * 2 * (h - kv) * 2 * tokens  # L x (K, V) x bf16
+
+
+def test_swiglu_keeps_four_ffn_wide_tensors_gelu_two() -> None:
+    gelu = layer_bytes(RunSpec(model=decoder(), batch_size=1, seq_len=32, precision="bf16"))
+    swiglu = layer_bytes(RunSpec(model=decoder(ffn_kind="swiglu"), batch_size=1, seq_len=32, precision="bf16"))
+    assert swiglu - gelu == 4 * (4 - 2) * 1024 * 2 * 32  # layers x extra elements x ffn x bytes x tokens
+
+
+def test_amp_keeps_the_residual_stream_and_softmax_in_fp32() -> None:
+    s, b, h, a = 64, 1, 256, 4
+    bf16 = layer_bytes(RunSpec(model=decoder(), batch_size=b, seq_len=s, precision="bf16"))
+    amp = layer_bytes(RunSpec(model=decoder(), batch_size=b, seq_len=s, precision="amp"))
+    # two norm inputs at 4 instead of 2 bytes; softmax output at 4 instead of 2
+    assert amp - bf16 == 4 * (2 * 2 * h * s * b + 2 * a * s * s * b)
+
+
+def test_lm_head_logits_with_fp32_upcast_for_the_loss() -> None:
+    b, s, vocab = 2, 16, 1000
+    bf16 = estimate(RunSpec(model=decoder(), batch_size=b, seq_len=s, precision="bf16"))
+    assert bf16.activation_parts["logits"] == b * s * vocab * (2 + 4 + 4)
+    fp32 = estimate(RunSpec(model=decoder(), batch_size=b, seq_len=s, precision="fp32"))
+    assert fp32.activation_parts["logits"] == b * s * vocab * (4 + 4)
+    encoder = estimate(RunSpec(model=decoder(kind="encoder"), batch_size=b, seq_len=s))
+    assert "logits" not in encoder.activation_parts
+
+
+def test_checkpointing_keeps_layer_inputs_plus_one_layer() -> None:
+    s, b, h = 64, 2, 256
+    full = estimate(RunSpec(model=decoder(), batch_size=b, seq_len=s, precision="bf16"))
+    ckpt = estimate(RunSpec(model=decoder(), batch_size=b, seq_len=s, precision="bf16", checkpointing=True))
+    parts = ckpt.activation_parts
+    assert parts["checkpointed_layer_inputs"] == 4 * s * b * h * 2
+    assert parts["recomputed_layer"] == full.activation_parts["layers"] // 4
+    assert parts["logits"] == full.activation_parts["logits"]
+    assert ckpt.breakdown["activations"] < full.breakdown["activations"]
+
+
+def test_encoder_decoder_has_cross_attention() -> None:
+    model = decoder(kind="encoder-decoder", layers=None, encoder_layers=2, decoder_layers=2, position="relative",
+                    ffn_kind="relu")
+    result = estimate(RunSpec(model=model, batch_size=2, seq_len=32, precision="bf16"))
+    parts = result.activation_parts
+    assert {"encoder_layers", "decoder_layers", "decoder_cross_attention", "logits"} <= set(parts)
+    assert parts["decoder_cross_attention"] > 0
+
+
+def test_moe_pays_the_expert_mlp_per_routed_expert() -> None:
+    dense = layer_bytes(RunSpec(model=decoder(), batch_size=1, seq_len=32, precision="bf16"))
+    moe = layer_bytes(RunSpec(model=decoder(experts=8, experts_per_token=2), batch_size=1, seq_len=32,
+                              precision="bf16"))
+    # the ffn part twice, and the router keeps the input once plus one gathered copy per expert
+    assert moe - dense == 4 * 32 * (2 * 1024 * 2 + 2 * 256 * 2)
+
+
+def test_cnn_activations_scale_with_the_image_area() -> None:
+    shape = {"family": "resnet", "image_size": 224, "num_classes": 1000, "activation_elements_per_sample": 10_000}
+    model = ModelSpec(key="cnn", kind="cnn", params=P, source="test", shape=shape, aliases=())
+    at_224 = estimate(RunSpec(model=model, batch_size=4, precision="fp32")).breakdown["activations"]
+    at_448 = estimate(RunSpec(model=model, batch_size=4, image_size=448, precision="fp32")).breakdown["activations"]
+    assert at_224 == 4 * 10_000 * 4
+    assert at_448 == 4 * at_224
+
+
+def test_kv_cache_formula_and_gqa() -> None:
+    assert kv_cache_bytes(layers=32, batch=8, kv_heads=8, head_dim=128, positions=1536, bytes_per_element=2) == (
+        2 * 32 * 8 * 8 * 128 * 1536 * 2
+    )
+
+    def cache(kv_heads: Optional[int]) -> Optional[int]:
+        run = RunSpec(model=decoder(kv_heads=kv_heads), batch_size=2, seq_len=100, generation=True,
+                      max_new_tokens=28, precision="bf16")
+        return estimate(run).breakdown["kv_cache"]
+
+    assert cache(None) == 2 * 4 * 2 * 4 * 64 * 128 * 2
+    assert cache(1) == cache(None) // 4  # grouped-query attention: a quarter of the heads
+
+
+def test_kv_cache_unknown_without_max_new_tokens() -> None:
+    run = RunSpec(model=decoder(), batch_size=2, seq_len=100, generation=True)
+    term = estimate(run).terms["kv_cache"]
+    assert term.bytes is None and term.low == 2 * 4 * 2 * 4 * 64 * 100 * 4 and term.high is None
+
+
+def test_autocast_cache_excludes_embeddings_positions_and_norms() -> None:
+    model = decoder()
+    result = estimate(RunSpec(model=model, batch_size=1, seq_len=8, precision="amp"))
+    positions = 512 * 256
+    norms = (4 * 2 + 2) * 256 * 2  # two LayerNorms per layer plus final and spare, weight + bias
+    assert result.breakdown["autocast_cache"] == (5_000_000 - positions - norms) * 2  # tied: the head is cast
+
+
+def test_lora_trains_only_adapters() -> None:
+    run = RunSpec(model=decoder(), batch_size=1, seq_len=8, lora=True, lora_rank=8, optimizer="adamw")
+    h, f = 256, 1024
+    adapters = 4 * 8 * ((h + h) * 4 + 2 * (h + f))
+    assert lora_params(run) == adapters
+    b = estimate(run).breakdown
+    assert b["weights"] == 5_000_000 * 4 + adapters * 4
+    assert b["gradients"] == adapters * 4
+    assert b["optimizer_state"] == adapters * 8
+
+
+# ------------------------------------------------------------------- unknowns, interval
+
+def test_unknown_terms_are_none_and_widen_the_interval_without_bound() -> None:
+    result = estimate(RunSpec(params=P, batch_size=2, seq_len=16), gpu(16))
+    assert result.breakdown["activations"] is None
+    assert result.breakdown["fragmentation"] is None
+    assert "activations" in result.unknown_terms
+    assert result.peak_is_lower_bound
+    low, high = result.interval_bytes
+    assert high is None and low <= result.peak_bytes
+    assert result.fits is None  # not a guess: the known part fits, the rest is unknown
+    assert result.verdict == "unknown"
+
+
+def test_known_part_alone_over_capacity_does_not_fit() -> None:
+    result = estimate(RunSpec(params=2_000_000_000, batch_size=2, seq_len=16), gpu(16))
+    assert result.breakdown["activations"] is None
+    assert result.fits is False
+
+
+def test_missing_batch_or_cnn_figure_is_unknown_not_zero() -> None:
+    assert estimate(RunSpec(model=decoder(), seq_len=16)).breakdown["activations"] is None
+    shape = {"family": "resnet", "image_size": 224, "num_classes": 10, "activation_elements_per_sample": None}
+    cnn = ModelSpec(key="cnn", kind="cnn", params=P, source="test", shape=shape, aliases=())
+    assert estimate(RunSpec(model=cnn, batch_size=8)).breakdown["activations"] is None
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("flash, checkpointing", [(False, False), (True, False), (False, True)])
+def test_interval_brackets_the_point(precision: str, flash: bool, checkpointing: bool) -> None:
+    run = RunSpec(model=decoder(), batch_size=4, seq_len=64, precision=precision, flash=flash,
+                  checkpointing=checkpointing)
+    result = estimate(run, gpu(16))
+    low, high = result.interval_bytes
+    assert high is not None and low <= result.peak_bytes <= high
+    assert result.peak_bytes == sum(v for v in result.breakdown.values() if v is not None)
+    for term in result.terms.values():
+        assert term.bytes is not None and term.high is not None
+        assert term.low <= term.bytes <= term.high
+
+
+def test_context_comes_from_the_gpu_or_a_documented_default() -> None:
+    run = RunSpec(model=decoder(), batch_size=1, seq_len=8)
+    assert estimate(run, gpu(context_mib=600)).breakdown["cuda_context"] == 600 * MIB
+    assert estimate(run).breakdown["cuda_context"] == cm.DEFAULT_CUDA_CONTEXT_BYTES
+
+
+def test_fragmentation_is_a_fraction_of_the_allocated_total() -> None:
+    result = estimate(RunSpec(model=decoder(), batch_size=1, seq_len=8), gpu())
+    allocated = sum(result.breakdown[name] or 0 for name in TERMS[:-2])
+    assert result.breakdown["fragmentation"] == math.ceil(cm.FRAGMENTATION_FRACTION * allocated)
+
+
+def test_fits_and_verdict() -> None:
+    run = RunSpec(model=decoder(), batch_size=1, seq_len=8)
+    assert estimate(run, gpu(16)).verdict == "fits" and estimate(run, gpu(16)).fits is True
+    small = estimate(run, gpu(0.01))
+    assert small.fits is False and small.verdict == "does-not-fit"
+    assert estimate(run).fits is None and estimate(run).verdict == "no-gpu"
+
+
+def test_every_term_is_an_int_or_none() -> None:
+    for run in (RunSpec(model=decoder(), batch_size=3, seq_len=7, precision="amp"), RunSpec(params=12345)):
+        for value in estimate(run).breakdown.values():
+            assert value is None or type(value) is int
+
+
+def test_runspec_check_rejects_impossible_values() -> None:
+    with pytest.raises(RunSpecError, match="batch-size must be a positive integer"):
+        RunSpec(batch_size=0).check()
+    with pytest.raises(RunSpecError, match="precision must be one of"):
+        RunSpec(precision="fp8").check()
+
+
+# --------------------------------------------------------------------- calibration block
+
+SOURCE = Path(cm.__file__).read_text(encoding="utf-8")
+_TAG = re.compile(r"#: (PUBLISHED|MEASURED|ASSUMED)\b")
+_UNIT = re.compile(r"_(BYTES|FRACTION|COUNT|ELEMENTS|COPIES|TOKEN)(_|$)|_PER_")
+
+
+def _calibration_constants() -> Dict[str, str]:
+    """Each module-level constant in the CALIBRATION block with the comment lines above it
+    (a constant right under another, without a comment of its own, shares that one's)."""
+    lines = SOURCE.splitlines()
+    start = next(i for i, line in enumerate(lines) if "CALIBRATION" in line and line.startswith("# ="))
+    end = next(i for i, line in enumerate(lines) if "end CALIBRATION" in line)
+    found: Dict[str, str] = {}
+    comment: List[str] = []
+    previous = ""
+    for line in lines[start + 1:end]:
+        if line.startswith("#"):
+            comment.append(line)
+            continue
+        match = re.match(r"^([A-Z][A-Z0-9_]*)\s*(:|=)", line)
+        if match:
+            previous = "\n".join(comment) or previous
+            found[match.group(1)] = previous
+            comment = []
+        elif not line.strip():
+            previous = ""
+    return found
+
+
+def test_every_calibration_constant_is_tagged_and_named_with_its_unit() -> None:
+    constants = _calibration_constants()
+    assert len(constants) >= 30
+    tree = ast.parse(SOURCE)
+    module_constants = {
+        target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id.isupper() and not target.id.startswith("_")
+    }
+    # every upper-case numeric constant of the module lives in the block (TERMS, ZERO are not numbers)
+    assert module_constants - set(constants) == {"TERMS", "ZERO"}
+    for name, comment in constants.items():
+        assert _TAG.search(comment), f"{name} has no #: PUBLISHED/MEASURED/ASSUMED tag"
+        assert _UNIT.search(name), f"{name} does not carry its unit"
