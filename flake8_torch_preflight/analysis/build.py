@@ -105,10 +105,8 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Fin
 def _analyse(
     filename: str, source: str, lines: Sequence[str], settings: Settings, rules: List[Any], deadline: float
 ) -> Findings:
-    brain.install()
-    manager = AstroidManager()
     try:
-        module = AstroidBuilder(manager).string_build(source, _MODNAME, filename)
+        module = build_module(source, filename)
     except AstroidSyntaxError:
         return {}  # flake8 reports E999 itself
     except RecursionError:
@@ -125,6 +123,16 @@ def _analyse(
             continue
         result[rule.code] = sorted(set(rule.findings))
     return result
+
+
+def build_module(source: str, path: str) -> nodes.Module:
+    """The astroid module of one file's source, built as the plugin builds it: stubs installed,
+    the private module name, ``path`` as its file (so sibling modules resolve beside it).
+
+    Raises ``AstroidSyntaxError`` (and ``RecursionError`` on pathologically long expressions).
+    """
+    brain.install()
+    return AstroidBuilder(AstroidManager()).string_build(source, _MODNAME, path)
 
 
 def _note(filename: str, what: str, text: str) -> None:

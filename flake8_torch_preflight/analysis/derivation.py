@@ -59,6 +59,7 @@ ARITHMETIC_FUNCTIONS = frozenset(
 #: Methods through which no gradient flows (``follow_all`` stops there).
 GRADIENT_STOPS = frozenset({"detach", "detach_", "item", "tolist", "numpy"})
 
+
 class Derivation:
     """What ``derive`` found: every expression (and augmented assignment) reached, the calls
     whose result it could not follow, and whether nothing was left unknown."""
@@ -216,7 +217,8 @@ def _binding_value(binding: nodes.NodeNG, name: nodes.NodeNG, result: Derivation
     if isinstance(parent, (nodes.Tuple, nodes.List)) and isinstance(parent.parent, nodes.Assign):
         assign = parent.parent
         value = assign.value
-        if isinstance(value, (nodes.Tuple, nodes.List)) and len(value.elts) == len(parent.elts) and parent in assign.targets:
+        same_shape = isinstance(value, (nodes.Tuple, nodes.List)) and len(value.elts) == len(parent.elts)
+        if same_shape and parent in assign.targets:
             return [value.elts[parent.elts.index(binding)]]
         return [value]
     if isinstance(parent, nodes.Arguments):

@@ -17,6 +17,7 @@ from typing import Dict, FrozenSet, List, Optional, Set
 
 from astroid import nodes
 from astroid.bases import Instance
+from astroid.exceptions import AstroidError
 
 from . import brain, dataflow, infer
 from .torch_names import MODULE_BASES
@@ -70,8 +71,10 @@ CUDA_STRING = re.compile(r"^cuda(:\d+)?$")
 CUDA_BACKENDS = frozenset({"nccl"})
 
 #: Qualified-name prefixes whose use means the file targets CUDA (``torch.cuda.is_available()``,
-#: ``torch.cuda.amp.GradScaler()``, ``torch.backends.cudnn.benchmark = True``).
-CUDA_PREFIXES = ("torch.cuda.", "torch.backends.cudnn")
+#: ``torch.cuda.amp.GradScaler()``, ``torch.backends.cudnn.benchmark = True``).  The generic
+#: ``torch.accelerator`` API counts too: it picks CUDA where there is one, and the devices it
+#: picks otherwise (MPS, XPU) queue work and sync the same way.
+CUDA_PREFIXES = ("torch.cuda.", "torch.backends.cudnn", "torch.accelerator")
 
 #: Method names that move a receiver between host and device.
 TRANSFER_METHODS = frozenset({"to", "cuda", "cpu"})
@@ -81,8 +84,8 @@ TRANSFER_METHODS = frozenset({"to", "cuda", "cpu"})
 #: ``.to(dtype)`` with an unresolved dtype is the risk, hence names that never mean a dtype.
 DEVICE_NAME = re.compile(r"(^|_)(device|dev|gpu|cuda|rank|local_rank|accelerator)(_|\d|$)", re.IGNORECASE)
 
-#: How far value origins are followed through assignments.
-MAX_DEPTH = 4
+#: How far value origins are followed (assignments, method chains, loop targets).
+MAX_DEPTH = 8
 
 
 # -- does the file use CUDA -------------------------------------------------------------------
@@ -92,7 +95,8 @@ _CUDA_MEMO: "weakref.WeakKeyDictionary[nodes.Module, bool]" = weakref.WeakKeyDic
 
 def uses_cuda(module: nodes.Module) -> bool:
     """The file targets CUDA: a ``"cuda"``/``"cuda:N"`` device string, a ``.cuda()`` call, a
-    ``torch.cuda.*`` or ``torch.backends.cudnn`` use, or the ``nccl`` distributed backend.
+    ``torch.cuda.*``, ``torch.backends.cudnn`` or ``torch.accelerator`` use or import, or the
+    ``nccl`` distributed backend.
 
     "When available" counts (``"cuda" if torch.cuda.is_available() else "cpu"``): the
     script is written to run on CUDA.  A file that only receives an opaque ``device``
@@ -106,19 +110,29 @@ def uses_cuda(module: nodes.Module) -> bool:
 
 
 def _find_cuda_evidence(module: nodes.Module) -> bool:
-    for node in module.nodes_of_class((nodes.Const, nodes.Call, nodes.Attribute)):
+    for node in module.nodes_of_class((nodes.Const, nodes.Call, nodes.Attribute, nodes.Import, nodes.ImportFrom)):
         if isinstance(node, nodes.Const):
             if isinstance(node.value, str) and (CUDA_STRING.match(node.value) or node.value in CUDA_BACKENDS):
                 return True
         elif isinstance(node, nodes.Call):
-            if infer.method_name(node) == "cuda" and not _resolved_non_torch(node.func.expr):  # type: ignore[union-attr]
+            if infer.method_name(node) == "cuda" and isinstance(node.func, nodes.Attribute):
+                if not _resolved_non_torch(node.func.expr):
+                    return True
+        elif isinstance(node, nodes.Import):
+            if any(_is_cuda_name(name) for name, _ in node.names):
                 return True
-        elif node.attrname in ("cuda", "cudnn"):
+        elif isinstance(node, nodes.ImportFrom):
+            if not node.level and any(_is_cuda_name("{}.{}".format(node.modname, name)) for name, _ in node.names):
+                return True
+        elif node.attrname in ("cuda", "cudnn", "accelerator"):
             # ``torch.cuda.x`` / ``torch.backends.cudnn.x``: resolve the chain, never the word alone.
-            name = infer.dotted_name(node) or infer.qname(node) or ""
-            if name in ("torch.cuda", "torch.backends.cudnn") or name.startswith(CUDA_PREFIXES):
+            if _is_cuda_name(infer.dotted_name(node) or infer.qname(node) or ""):
                 return True
     return False
+
+
+def _is_cuda_name(name: str) -> bool:
+    return name in ("torch.cuda", "torch.backends.cudnn", "torch.accelerator") or name.startswith(CUDA_PREFIXES)
 
 
 def _resolved_non_torch(expr: nodes.NodeNG) -> bool:
@@ -127,6 +141,37 @@ def _resolved_non_torch(expr: nodes.NodeNG) -> bool:
     if cls is None:
         return False
     return not (infer.class_is_subclass_of(cls, TENSOR_BASES) or infer.class_is_subclass_of(cls, MODULE_BASES))
+
+
+# -- cheap name pre-filter ----------------------------------------------------------------------
+
+_ALIASES: "weakref.WeakKeyDictionary[nodes.Module, Dict[str, FrozenSet[str]]]" = weakref.WeakKeyDictionary()
+
+
+def local_aliases(module: nodes.Module, name: str) -> FrozenSet[str]:
+    """Names under which the file may refer to something called ``name``: the name itself,
+    ``import ... as`` / ``from ... import name as alias`` aliases, and plain rebindings
+    (``Loader = DL``), transitively.  A syntactic pre-filter before inference, never a verdict."""
+    table = _ALIASES.setdefault(module, {})
+    if name not in table:
+        found: Set[str] = {name}
+        changed = True
+        while changed:
+            changed = False
+            for node in module.nodes_of_class((nodes.ImportFrom, nodes.Import, nodes.Assign)):
+                if isinstance(node, (nodes.ImportFrom, nodes.Import)):
+                    for imported, alias in node.names:
+                        if alias and imported.split(".")[-1] in found and alias not in found:
+                            found.add(alias)
+                            changed = True
+                elif isinstance(node.value, (nodes.Name, nodes.Attribute)):
+                    source = dataflow.terminal_name(node.value)
+                    for target in node.targets:
+                        if source in found and isinstance(target, nodes.AssignName) and target.name not in found:
+                            found.add(str(target.name))
+                            changed = True
+        table[name] = frozenset(found)
+    return table[name]
 
 
 # -- tensors ------------------------------------------------------------------------------------
@@ -177,7 +222,7 @@ def is_tensor(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
         if source is not None:
             return _yields_tensors(source[0], source[1], depth - 1)
         values = dataflow.assigned_values(expr)
-        return bool(values) and all(is_tensor(v, depth - 1) for v in values)  # type: ignore[union-attr]
+        return values is not None and len(values) > 0 and all(is_tensor(v, depth - 1) for v in values)
     return False
 
 
@@ -188,7 +233,7 @@ def iteration_source(name: nodes.Name) -> "Optional[tuple[nodes.NodeNG, List[int
     """
     try:
         _, bindings = name.lookup(name.name)
-    except Exception:  # astroid lookups raise several error types on broken scopes
+    except (AstroidError, RecursionError):
         return None
     if len(bindings) != 1 or not isinstance(bindings[0], nodes.AssignName):
         return None
@@ -214,7 +259,7 @@ def _yields_tensors(iterable: nodes.NodeNG, path: List[int], depth: int) -> bool
     if isinstance(iterable, nodes.Call):
         method = infer.method_name(iterable)
         if method in _MODULE_TENSOR_ITERATORS and path == _MODULE_TENSOR_ITERATORS[method]:
-            return infer.is_instance_of(iterable.func.expr, MODULE_BASES)  # type: ignore[union-attr]
+            return infer.is_instance_of(iterable.func.expr, MODULE_BASES)
         func = iterable.func
         if isinstance(func, nodes.Name) and infer.qname(func) in ("builtins.list", "builtins.tuple") and iterable.args:
             return _yields_tensors(iterable.args[0], path, depth - 1)
@@ -248,9 +293,13 @@ def is_host_value(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
         return False
     if isinstance(expr, nodes.Subscript):
         return is_host_value(expr.value, depth - 1)
+    if isinstance(expr, nodes.Name):
+        source = iteration_source(expr)
+        if source is not None:  # a row of a host tensor is on the host
+            return not source[1] and is_host_value(source[0], depth - 1)
     if isinstance(expr, (nodes.Name, nodes.Attribute)):
         values = dataflow.assigned_values(expr)
-        return bool(values) and all(is_host_value(v, depth - 1) for v in values)  # type: ignore[union-attr]
+        return values is not None and len(values) > 0 and all(is_host_value(v, depth - 1) for v in values)
     return False
 
 
@@ -274,7 +323,7 @@ def is_device_value(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
         return is_device_value(expr.value, depth - 1)
     if isinstance(expr, (nodes.Name, nodes.Attribute)):
         values = dataflow.assigned_values(expr)
-        return bool(values) and all(is_device_value(v, depth - 1) for v in values)  # type: ignore[union-attr]
+        return values is not None and len(values) > 0 and all(is_device_value(v, depth - 1) for v in values)
     return False
 
 

@@ -19,6 +19,7 @@ import re
 from typing import Iterator, Optional, Tuple
 
 from astroid import nodes
+from astroid.exceptions import AstroidError
 
 from . import dataflow, infer
 from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
@@ -33,6 +34,8 @@ SCALER_NAME = re.compile(r"scaler", re.IGNORECASE)
 #: from one of them (a ``LightningModule``, a ``transformers.Trainer`` subclass) gets gradient
 #: accumulation, loss scaling and distributed samplers from the framework.
 FRAMEWORK_PREFIXES = ("lightning", "pytorch_lightning", "transformers", "accelerate")
+
+_SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
 
 #: How many local base classes are followed to reach a framework base.
 MAX_BASE_DEPTH = 4
@@ -68,9 +71,33 @@ def is_scale_call(call: nodes.NodeNG) -> bool:
     return isinstance(call, nodes.Call) and infer.method_name(call) == "scale" and _scaler_receiver(call)
 
 
+def scaled_by_context(expr: nodes.NodeNG) -> bool:
+    """``expr`` is the target of ``with amp.scale_loss(loss, optimizer) as expr:`` (apex and
+    look-alikes): a loss scaled by a context manager."""
+    if not isinstance(expr, nodes.Name):
+        return False
+    try:
+        _, bindings = expr.lookup(expr.name)
+    except (AstroidError, RecursionError):
+        return False
+    for binding in bindings:
+        parent = binding.parent
+        if isinstance(parent, (nodes.With, nodes.AsyncWith)):
+            for item, target in parent.items:
+                name = infer.call_name(item)
+                if target is binding and name is not None and "scale" in name.lower():
+                    return True
+    return False
+
+
 def is_unscale_call(call: nodes.NodeNG) -> bool:
     """``scaler.unscale_(optimizer)``: only GradScaler has this method, so the name decides."""
     return isinstance(call, nodes.Call) and infer.method_name(call) == "unscale_"
+
+
+def is_scaler_step(call: nodes.NodeNG) -> bool:
+    """``scaler.step(optimizer)`` on a GradScaler (or on an unresolvable ``*scaler*``)."""
+    return isinstance(call, nodes.Call) and infer.method_name(call) == "step" and _scaler_receiver(call)
 
 
 def is_optimizer(expr: nodes.NodeNG) -> bool:
@@ -132,7 +159,7 @@ def with_items_around(node: nodes.NodeNG) -> Iterator[Tuple[nodes.NodeNG, nodes.
     within its function."""
     child = node
     parent = node.parent
-    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)):
+    while parent is not None and not isinstance(parent, _SCOPES):
         if isinstance(parent, (nodes.With, nodes.AsyncWith)) and child in parent.body:
             for item, _ in parent.items:
                 yield parent, item

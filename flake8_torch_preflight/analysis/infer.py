@@ -72,10 +72,60 @@ def safe_infer(node: nodes.NodeNG, _depth: int = 2) -> Optional[object]:
     return first
 
 
+def attribute_value(node: nodes.Attribute) -> Optional[object]:
+    """The single value ``a.b`` infers to; when plain inference fails, ``a`` is resolved with
+    ``safe_infer`` (so a parameter bound through in-file call sites counts) and ``b`` looked up
+    on that instance (``model.head`` where ``model`` is a parameter and ``head`` a layer)."""
+    value = safe_infer(node)
+    if value is not None:
+        return value
+    owner = safe_infer(node.expr)
+    if not isinstance(owner, Instance) or isinstance(owner, (BoundMethod, UnboundMethod)):
+        return None
+    try:
+        values = list(itertools.islice(owner.igetattr(node.attrname), MAX_RESULTS + 1))
+    except (AstroidError, RecursionError, StopIteration):
+        return None
+    if not values or len(values) > MAX_RESULTS or isinstance(values[0], UninferableBase):
+        return None
+    key = _qname_of(values[0])
+    if key is None or any(_qname_of(v) != key or type(v) is not type(values[0]) for v in values[1:]):
+        return None
+    return values[0]
+
+
 def qname(node: nodes.NodeNG) -> Optional[str]:
     """Qualified name of what ``node`` infers to (class name for an instance)."""
     value = safe_infer(node)
     return None if value is None else _qname_of(value)
+
+
+def const_values(node: nodes.NodeNG, _depth: int = 2) -> Optional[List[object]]:
+    """Every literal value ``node`` may take (``["cuda"]``; ``["cuda", "cpu"]`` for a conditional),
+    or None when any possibility is not a literal or cannot be inferred.  Unlike ``safe_infer``,
+    two different strings are not merged into one answer.  A parameter is resolved through
+    the file's call sites, as in ``safe_infer``."""
+    values = _infer_all(node)
+    if values is None or any(isinstance(v, UninferableBase) for v in values):
+        if _depth > 0 and isinstance(node, nodes.Name):
+            args = parameter_arguments(node)
+            if not args or len(args) > MAX_RESULTS:
+                return None
+            merged: List[object] = []
+            for arg in args:
+                found = const_values(arg, _depth - 1)
+                if found is None:
+                    return None
+                merged.extend(v for v in found if not any(type(v) is type(m) and v == m for m in merged))
+            return merged
+        return None
+    result: List[object] = []
+    for value in values:
+        if not isinstance(value, nodes.Const):
+            return None
+        if not any(type(value.value) is type(r) and value.value == r for r in result):
+            result.append(value.value)
+    return result
 
 
 def is_instance_of(node: nodes.NodeNG, qnames: "frozenset[str]") -> bool:

@@ -146,7 +146,7 @@ def model_named(expr: nodes.NodeNG) -> bool:
 def _kind(expr: nodes.NodeNG, depth: int) -> Optional[str]:
     if depth <= 0:
         return None
-    value = infer.safe_infer(expr)
+    value = infer.attribute_value(expr) if isinstance(expr, nodes.Attribute) else infer.safe_infer(expr)
     if value is not None:
         return _kind_of_value(value)
     if isinstance(expr, nodes.Attribute) and expr.attrname == "module" and _kind(expr.expr, depth - 1) == MODEL:

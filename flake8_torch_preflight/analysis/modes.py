@@ -8,7 +8,9 @@ does, in evaluation order (a call's receiver and arguments before the call):
 * ``FORWARD``: ``X(...)`` or ``X.forward(...)``, with whether autograd is off
   there (``no_grad`` blocks and decorators, including those around the helper
   call that leads to it);
-* ``BACKWARD``: any ``.backward()`` call.
+* ``BACKWARD``: any ``.backward()`` call;
+* ``STEP``: ``X.step(...)`` (optimizers, scalers and schedulers alike), with
+  the stepped object (``scaler.step(opt)`` steps ``opt``).
 
 Helpers of the checked file called from the loop are expanded where they are
 called, their parameters bound to the call's arguments (``self`` to the
@@ -29,7 +31,7 @@ from astroid.exceptions import AstroidError
 from . import dataflow, grad, infer, loops
 from .torch_names import MODEL_WRAPPERS, MODULE_BASES, OPTIMIZER_BASES
 
-EVAL, TRAIN, FORWARD, BACKWARD = "eval", "train", "forward", "backward"
+EVAL, TRAIN, FORWARD, BACKWARD, STEP = "eval", "train", "forward", "backward", "step"
 
 #: Names followed per key (aliases and bound parameters).
 MAX_HOPS = 6
@@ -117,6 +119,10 @@ def _classify(call: nodes.Call, frame: Frame, chain: Tuple[nodes.Call, ...], gra
     if name == "backward":
         out.append(Event(BACKWARD, call, chain, None, grad_off))
         return
+    if name == "step" and isinstance(func, nodes.Attribute):
+        stepped = call.args[0] if call.args and not isinstance(call.args[0], nodes.Starred) else func.expr
+        out.append(Event(STEP, call, chain, resolve(stepped, frame), grad_off))
+        return
     if name in ("eval", "train") and isinstance(func, nodes.Attribute):
         if name == "eval" and (call.args or call.keywords):
             return
@@ -136,18 +142,20 @@ def _classify(call: nodes.Call, frame: Frame, chain: Tuple[nodes.Call, ...], gra
 
 def calls_in_order(node: nodes.NodeNG) -> Iterator[nodes.Call]:
     """Calls under ``node`` in evaluation order (receiver and arguments first), not entering defs."""
-    if isinstance(node, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
-        return
-    if isinstance(node, nodes.Call):
-        yield from calls_in_order(node.func)
-        for arg in node.args:
-            yield from calls_in_order(arg)
-        for kw in node.keywords or ():
-            yield from calls_in_order(kw.value)
-        yield node
-        return
-    for child in node.get_children():
-        yield from calls_in_order(child)
+    stack: List[Tuple[nodes.NodeNG, bool]] = [(node, False)]
+    while stack:
+        current, ready = stack.pop()
+        if ready:
+            yield current  # type: ignore[misc]
+            continue
+        if isinstance(current, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+            continue
+        if isinstance(current, nodes.Call):
+            stack.append((current, True))
+            children = [current.func, *current.args, *(kw.value for kw in current.keywords or ())]
+        else:
+            children = list(current.get_children())
+        stack.extend((child, False) for child in reversed(children))
 
 
 def bind(helper: nodes.FunctionDef, call: nodes.Call, frame: Frame) -> Frame:
@@ -239,6 +247,42 @@ def may_be_module(event: Event) -> bool:
     return value is None
 
 
+def in_mode_choice(event: Event) -> bool:
+    """The eval (or a helper call leading to it) sits in one branch of an ``if``/``else`` whose other
+    branch calls ``train()``: ``if phase == "train": model.train() else: model.eval()`` picks the mode
+    each pass, which a static reading cannot follow."""
+    for node in event.chain + (event.node,):
+        child: nodes.NodeNG = node
+        parent = node.parent
+        while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
+            if isinstance(parent, (nodes.If, nodes.IfExp)):
+                branches = _branches(parent)
+                other = [b for b in branches if not any(_contains(n, child) for n in b)]
+                if len(other) < len(branches) and any(_calls_train(n) for b in other for n in b):
+                    return True
+            child = parent
+            parent = parent.parent
+    return False
+
+
+def _branches(node: nodes.NodeNG) -> List[List[nodes.NodeNG]]:
+    if isinstance(node, nodes.IfExp):
+        return [[node.body], [node.orelse]]
+    return [list(node.body), list(node.orelse)]
+
+
+def _contains(tree: nodes.NodeNG, node: nodes.NodeNG) -> bool:
+    while node is not None:
+        if node is tree:
+            return True
+        node = node.parent
+    return False
+
+
+def _calls_train(tree: nodes.NodeNG) -> bool:
+    return any(infer.method_name(c) == "train" and not sets_eval(c) for c in infer.iter_calls(tree))
+
+
 def ends_loop_after(event: Event, loop: "loops.Loop") -> bool:
     """An unconditional ``break``/``return`` follows the eval in its block: no next iteration."""
     anchor = event.chain[0] if event.chain else event.node
@@ -246,15 +290,16 @@ def ends_loop_after(event: Event, loop: "loops.Loop") -> bool:
     crossed_loop = False
     while statement is not None and statement is not loop:
         parent = statement.parent
+        if isinstance(parent, (nodes.For, nodes.While)) and parent is not loop:
+            crossed_loop = True  # a break from here on leaves only that inner loop
         for block in _blocks(parent):
             if statement in block:
-                after = block[block.index(statement) + 1 :]
+                position = block.index(statement) + 1
+                after = block[position:]
                 if any(isinstance(s, nodes.Return) for s in after):
                     return True
                 if not crossed_loop and any(isinstance(s, nodes.Break) for s in after):
                     return True
-        if isinstance(parent, (nodes.For, nodes.While)) and parent is not loop:
-            crossed_loop = True
         statement = parent if isinstance(parent, nodes.NodeNG) and not isinstance(parent, nodes.Module) else None
     return False
 
@@ -278,57 +323,56 @@ def report_anchor(event: Event, step: Event) -> nodes.Call:
     return path[shared]
 
 
-class ModelFacts:
-    """File-wide facts: frozen models and the models whose parameters optimizers hold."""
-
-    def __init__(self, module: nodes.Module) -> None:
-        self.frozen: Set[str] = set()
-        self.owners: Optional[Set[str]] = set()
-        for call in module.nodes_of_class(nodes.Call):
-            self._read(call)
-        for loop in module.nodes_of_class(nodes.For):
-            self._read_freeze_loop(loop)
-
-    def _read(self, call: nodes.Call) -> None:
-        name = infer.method_name(call)
-        if name == "requires_grad_":
-            mode = call.args[0] if call.args else None
-            if isinstance(mode, nodes.Const) and mode.value is False:
-                owner = _owner_name(call.func.expr)  # type: ignore[union-attr]
-                if owner is not None:
-                    self.frozen.add(owner)
-            return
-        if self.owners is None or not call.args and not call.keywords:
-            return
-        if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
-            return
-        last = infer.call_name(call)
-        if last is None or not last[:1].isupper():
-            return  # optimizers are classes: cheap check before inference
-        klass = infer.safe_infer(call.func)
-        if not isinstance(klass, nodes.ClassDef) or not infer.class_is_subclass_of(klass, OPTIMIZER_BASES):
-            return
-        params = call.args[0] if call.args else next((k.value for k in call.keywords or () if k.arg == "params"), None)
-        owner = _parameters_owner(params)
-        if owner is None:
-            self.owners = None  # an optimizer over parameters we cannot attribute: any model may be trained
-        else:
-            self.owners.add(owner)
-
-    def _read_freeze_loop(self, loop: nodes.For) -> None:
-        """``for p in teacher.parameters(): p.requires_grad = False``."""
+def frozen_models(module: nodes.Module) -> Set[str]:
+    """Last names of models frozen in the file: ``teacher.requires_grad_(False)``,
+    ``for p in teacher.parameters(): p.requires_grad = False``."""
+    frozen: Set[str] = set()
+    for call in module.nodes_of_class(nodes.Call):
+        if infer.method_name(call) != "requires_grad_":
+            continue
+        mode = call.args[0] if call.args else None
+        if isinstance(mode, nodes.Const) and mode.value is False:
+            owner = _owner_name(call.func.expr)  # type: ignore[union-attr]
+            if owner is not None:
+                frozen.add(owner)
+    for loop in module.nodes_of_class(nodes.For):
         owner = _parameters_owner(loop.iter)
         if owner is None:
-            return
+            continue
         for assign in loop.nodes_of_class(nodes.Assign):
             if isinstance(assign.value, nodes.Const) and assign.value.value is False:
                 if any(isinstance(t, nodes.AssignAttr) and t.attrname == "requires_grad" for t in assign.targets):
-                    self.frozen.add(owner)
+                    frozen.add(owner)
+    return frozen
 
-    def frozen_or_untrained(self, model: ModelRef) -> bool:
-        if model.terminal in self.frozen:
-            return True
-        return bool(self.owners) and model.terminal not in (self.owners or set())
+
+def trained_models(events: List[Event]) -> Optional[Set[str]]:
+    """Last names of the models whose parameters the optimizers stepped in ``events`` hold.
+
+    None when any stepped optimizer's parameters cannot be attributed (built
+    elsewhere, from a filter or parameter groups): then any model may be
+    trained.  Steps of other objects built in the file (schedulers) are ignored.
+    """
+    owners: Set[str] = set()
+    for event in events:
+        if event.kind != STEP:
+            continue
+        if event.model is None or not isinstance(event.model.node, (nodes.Name, nodes.Attribute)):
+            return None
+        values = dataflow.assigned_values(event.model.node)
+        if not values or len(values) != 1 or not isinstance(values[0], nodes.Call):
+            return None
+        built = values[0]
+        klass = infer.safe_infer(built.func)
+        if not isinstance(klass, nodes.ClassDef):
+            return None
+        if not infer.class_is_subclass_of(klass, OPTIMIZER_BASES):
+            continue  # a scheduler or another stepped object of known type
+        owner = _parameters_owner(_argument(built, 0, "params"))
+        if owner is None:
+            return None
+        owners.add(owner)
+    return owners or None
 
 
 def _parameters_owner(params: Optional[nodes.NodeNG]) -> Optional[str]:
@@ -342,3 +386,9 @@ def _owner_name(expr: nodes.NodeNG) -> Optional[str]:
     while isinstance(expr, nodes.Attribute) and expr.attrname == "module":
         expr = expr.expr
     return dataflow.terminal_name(expr)
+
+
+def _argument(call: nodes.Call, index: int, keyword: str) -> Optional[nodes.NodeNG]:
+    if len(call.args) > index and not isinstance(call.args[index], nodes.Starred):
+        return call.args[index]
+    return next((kw.value for kw in call.keywords or () if kw.arg == keyword), None)

@@ -153,6 +153,19 @@ class Tracer:
             self._level -= 1
 
 
+def user_forward(module: nodes.NodeNG) -> bool:
+    """The module ``module`` infers to gets its ``forward`` from code outside the torch stubs
+    (a subclass of a torch loss or layer that redefines it)."""
+    klass = infer.instance_class(module)
+    if klass is None:
+        return False
+    try:
+        forward = klass.getattr("forward")[0]
+    except Exception:
+        return False
+    return not str(forward.qname()).startswith("torch.")
+
+
 def _constructed_class(call: nodes.Call) -> Optional[nodes.ClassDef]:
     """The class a constructor call ``nn.Linear(4, 1)`` / ``Head()`` builds, or None."""
     value = infer.safe_infer(call.func)

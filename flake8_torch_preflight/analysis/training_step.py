@@ -15,7 +15,7 @@ optimisation step, what runs once per *element* inside a step, and which branche
 from __future__ import annotations
 
 import weakref
-from typing import Dict, List, Optional, Union
+from typing import Dict, FrozenSet, List, Optional, Set, Union
 
 from astroid import nodes
 
@@ -67,37 +67,54 @@ def is_step_call(call: nodes.Call) -> bool:
         return True
     if method != "step":
         return False
-    receiver = call.func.expr  # type: ignore[union-attr]
+    receiver = call.func.expr
     return infer.is_instance_of(receiver, OPTIMIZER_BASES) or infer.is_instance_of(receiver, GRAD_SCALERS)
 
 
 def owns_step(loop: "loops.Loop") -> bool:
-    """``loop`` is the innermost loop around some step call (helpers of the file included)."""
+    """``loop`` is the innermost loop around some step call: one in its body outside nested
+    loops, or one in a helper of the file called that way, outside the helper's own loops
+    (an epoch loop calling ``train_epoch()``, whose batch loop backwards, does not own it)."""
     memo = _memo(loop)
     key = ("owns", id(loop))
     if key not in memo:
         memo[key] = False  # provisional, guards recursion
-        memo[key] = any(
-            infer.method_name(c) in ("backward", "step") and is_step_call(c) and _owned_by(c, loop)
-            for c in loops.loop_calls(loop)
-        )
+        memo[key] = _steps_once(list(loop.body), loop, MAX_HELPER_DEPTH, set())
     return memo[key]
 
 
-def _owned_by(call: nodes.Call, loop: "loops.Loop") -> bool:
-    inner = loops.innermost(call)
-    if _inside(call, loop):
-        return inner is loop
-    return inner is None
-
-
-def _inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent is ancestor:
-            return True
-        parent = parent.parent
+def _steps_once(
+    statements: "List[nodes.NodeNG]", container: "Optional[loops.Loop]", depth: int, seen: "Set[int]"
+) -> bool:
+    """Some call among ``statements`` whose innermost loop is ``container`` (None in a helper)
+    is a step call, or calls a helper that makes one that way."""
+    for stmt in statements:
+        for call in infer.iter_calls(stmt):
+            if loops.innermost(call) is not container:
+                continue  # runs per element of a nested loop, not once per iteration
+            if infer.method_name(call) in ("backward", "step") and is_step_call(call):
+                return True
+            if depth <= 0 or infer.call_name(call) not in defined_function_names(call.root()):
+                continue  # cheap: only names the file defines can be its helpers
+            helper = loops.local_helper(call)
+            if helper is not None and id(helper) not in seen:
+                seen.add(id(helper))
+                if _steps_once(helper.body, None, depth - 1, seen):
+                    return True
     return False
+
+
+_NAMES: "weakref.WeakKeyDictionary[nodes.Module, FrozenSet[str]]" = weakref.WeakKeyDictionary()
+
+
+def defined_function_names(module: nodes.Module) -> FrozenSet[str]:
+    """Names of every function and method defined in the file (a syntactic pre-filter before
+    resolving a call to one of them)."""
+    names = _NAMES.get(module)
+    if names is None:
+        names = frozenset(str(f.name) for f in module.nodes_of_class(nodes.FunctionDef))
+        _NAMES[module] = names
+    return names
 
 
 def is_step_function(func: nodes.FunctionDef) -> bool:
@@ -229,3 +246,28 @@ def _training_evidence(call: nodes.Call) -> bool:
         return True
     value = infer.safe_infer(call.func)
     return isinstance(value, nodes.ClassDef) and infer.class_is_subclass_of(value, OPTIMIZER_BASES)
+
+
+def under_periodic_branch(node: nodes.NodeNG, loop: "loops.Loop") -> bool:
+    """Between ``loop`` and ``node`` sits the body of an ``if`` that does not run every iteration:
+    its test takes a modulo (``if step % 500 == 0:``) or compares a name the loop binds for
+    equality (``if epoch == 0:``, ``if batch_idx == last:``)."""
+    bound = {n.name for n in loop.target.nodes_of_class(nodes.AssignName)} if isinstance(loop, nodes.For) else set()
+    child: nodes.NodeNG = node
+    parent = node.parent
+    while parent is not None and parent is not loop and not isinstance(parent, _SCOPES):
+        if isinstance(parent, nodes.If) and child in parent.body and _periodic_test(parent.test, bound):
+            return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _periodic_test(test: nodes.NodeNG, bound: "Set[str]") -> bool:
+    if any(op.op == "%" for op in test.nodes_of_class(nodes.BinOp)):
+        return True
+    for compare in test.nodes_of_class(nodes.Compare):
+        if all(op == "==" for op, _ in compare.ops):
+            names = {n.name for n in compare.nodes_of_class(nodes.Name)}
+            if names & bound:
+                return True
+    return False

@@ -1,15 +1,8 @@
 """TP004 unscaled-accumulation: gradients summed over N micro-batches before a step, loss never divided by N.
 
-Two shapes of accumulation are recognised, both from the loop structure:
-
-* a **gated step**: the loop runs ``backward()`` every iteration, but its optimizer step sits
-  under ``if (i + 1) % N == 0`` (any ``%`` test, a flag computed from one, or a counter that the
-  loop increments: ``if micro == N``), or after ``if i % N != 0: continue``, and nothing zeroes
-  the gradients outside that gate;
-* an **inner micro-batch loop**: ``backward()`` runs in a loop over micro-batches (``x.chunk(N)``,
-  ``x.split(size)``, ``range(N)`` that fetches a batch with ``next()`` or slices by the loop
-  variable, or an iterable named for micro-batches) that never steps, while the enclosing loop
-  or function steps after it.
+Accumulation is read from the loop structure (``analysis.accumulation``): a step gated by
+``if (i + 1) % N == 0`` (a flag computed from one, a counter, a ``continue`` gate), or an inner
+loop over micro-batches that never steps while the enclosing loop or function steps after it.
 
 The loss passed to ``backward()`` is then traced back (``analysis.derivation``, arithmetic spine
 only): any division on the way (``loss / N``, ``loss /= N``, ``loss.div(N)``, ``* (1 / N)``, a
@@ -20,49 +13,28 @@ call the loss comes from cannot be seen into but is handed N (or the object hold
 ``accelerator.accumulate(...)``, under ``accelerator.backward``/DeepSpeed, and in Lightning or
 Hugging Face Trainer classes, which scale for you.
 
-Name-based evidence: ``MICRO_BATCH_NAME`` recognises an inner loop as a micro-batch loop
-(there is no binding to resolve for a count); it never decides a finding alone.
+Name-based evidence lives in ``analysis.accumulation`` (``MICRO_BATCH_NAME``, to recognise an
+inner micro-batch loop) and ``analysis.gradients`` (an unresolvable optimizer or scaler named
+like one); neither decides a finding alone.
 """
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Iterator, List, Optional, Set
 
 from astroid import nodes
 
-from ..analysis import dataflow, derivation, gradients, infer, loops
+from ..analysis import accumulation, dataflow, derivation, gradients, infer
 from ._base import Rule, register
 
 if TYPE_CHECKING:
     from ..analysis.build import FileContext
 
-#: Loop counts and iterables named for gradient accumulation (``range(accum_steps)``,
-#: ``for mb in micro_batches``): only used to recognise an inner micro-batch loop.
-MICRO_BATCH_NAME = re.compile(
-    r"accum|micro|grad_?acc|update_?freq|(^|_)gas($|_)|chunks|sub_?batch|ubatch", re.IGNORECASE
-)
-
-#: Tensor methods and torch functions that cut a batch into micro-batches.
-SPLIT_METHODS = frozenset({"chunk", "split", "tensor_split"})
-
-#: Wrappers around an iterable that keep its items (``enumerate(x.chunk(4))``).
-ITERABLE_WRAPPERS = frozenset({"enumerate", "zip", "tqdm", "list", "iter", "tuple"})
-
 #: Tensor methods and torch functions that divide the loss.
 DIVIDE_METHODS = frozenset({"div", "div_", "divide", "true_divide"})
 DIVIDE_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})
 
-#: In-place tensor methods that rescale accumulated gradients before the step (``p.grad.div_(N)``).
-GRAD_RESCALE_METHODS = frozenset({"div_", "mul_"})
-
-#: torch functions that rescale a list of gradients in place.
-FOREACH_RESCALES = frozenset({"_foreach_div_", "_foreach_mul_"})
-
 #: ``with accelerator.accumulate(model):`` — Accelerate divides the loss itself.
 ACCUMULATE_CONTEXTS = frozenset({"accumulate"})
-
-#: How many helper levels of the file are searched for a step, zero_grad or backward.
-HELPER_DEPTH = 2
 
 
 @register
@@ -123,63 +95,16 @@ class UnscaledAccumulation(Rule):
         self._reported: Set[int] = set()
 
     def visit_for(self, node: nodes.For) -> None:
-        self._check_gated(node)
-        self._check_micro_batches(node)
+        for found in (accumulation.gated_accumulation(node), accumulation.micro_batch_accumulation(node)):
+            if found is not None:
+                for call in found.backwards:
+                    self._check_backward(call, found.divisor, found.text)
 
     def visit_while(self, node: nodes.While) -> None:
-        self._check_gated(node)
-
-    # -- a step gated by a modulo / counter test ---------------------------------------------
-    def _check_gated(self, loop: "loops.Loop") -> None:
-        calls = loops.loop_calls(loop, HELPER_DEPTH)
-        names = {infer.method_name(c) for c in calls}
-        if "backward" not in names or "step" not in names:
-            return  # cheap syntactic check first
-        steps: List[Tuple[nodes.Call, Optional[Tuple[nodes.NodeNG, nodes.NodeNG]]]] = []
-        backwards: List[Tuple[nodes.Call, List[nodes.Call]]] = []
-        for anchor, kind, inner in _anchors(loop):
-            if kind == "backward":
-                if _backward_owned_by(anchor, loop):
-                    backwards.append((anchor, inner))
-                continue
-            if loops.innermost(anchor) is not loop:
-                continue
-            gate = _gate(anchor, loop)
-            if kind == "zero_grad":
-                if gate is None:
-                    return  # gradients cleared every iteration: no accumulation
-                continue
-            if gate is None:
-                return  # an ungated step in the same loop: not plain accumulation
-            steps.append((anchor, gate))
-        if not steps or not backwards:
-            return
-        gate_node, divisor = steps[0][1]  # type: ignore[misc]
-        if _rescales_gradients(loop):
-            return
-        for anchor, inner in backwards:
-            if _gated_by(anchor, gate_node):
-                continue  # backward under the same gate as the step: one backward per step
-            for call in inner:
-                self._check_backward(call, divisor, dataflow.binding_text(divisor))
-
-    # -- an inner loop over micro-batches ----------------------------------------------------
-    def _check_micro_batches(self, loop: nodes.For) -> None:
-        calls = loops.loop_calls(loop, HELPER_DEPTH)
-        if not any(infer.method_name(c) == "backward" for c in calls):
-            return
-        if any(gradients.stepped_optimizer(c) is not None or gradients.is_zero_grad(c) for c in calls):
-            return  # this loop steps (or clears) itself
-        micro = _micro_batch_count(loop)
-        if micro is None or not _steps_after(loop):
-            return
-        divisor, text = micro
-        if _rescales_gradients(loop) or _rescales_gradients(loops.innermost(loop) or loop.scope()):
-            return
-        for anchor, kind, inner in _anchors(loop):
-            if kind == "backward" and loops.innermost(anchor) is loop:
-                for call in inner:
-                    self._check_backward(call, divisor, text)
+        found = accumulation.gated_accumulation(node)
+        if found is not None:
+            for call in found.backwards:
+                self._check_backward(call, found.divisor, found.text)
 
     # -- the loss ----------------------------------------------------------------------------
     def _check_backward(self, call: nodes.Call, divisor: Optional[nodes.NodeNG], text: str) -> None:
@@ -201,207 +126,6 @@ class UnscaledAccumulation(Rule):
             return  # an unseen loss function that receives N may divide by it
         self._reported.add(id(call))
         self.report(call, n=text)
-
-
-def _anchors(loop: "loops.Loop") -> Iterator[Tuple[nodes.Call, str, List[nodes.Call]]]:
-    """``(call in the loop, kind, backward calls)`` for each call lexically in ``loop`` that is
-    (or is a helper of the file making, outside its own loops) a step, a zero_grad or a backward."""
-    for stmt in loops.body_nodes(loop):
-        for call in infer.iter_calls(stmt):
-            if gradients.stepped_optimizer(call) is not None:
-                yield call, "step", []
-                continue
-            if gradients.is_zero_grad(call):
-                yield call, "zero_grad", []
-                continue
-            if gradients.is_tensor_backward(call):
-                yield call, "backward", [call]
-                continue
-            helper = loops.local_helper(call)
-            if helper is None:
-                continue
-            inner = [c for c in loops.calls_in(helper.body, HELPER_DEPTH - 1) if loops.innermost(c) is None]
-            if any(gradients.stepped_optimizer(c) is not None for c in inner):
-                yield call, "step", []
-            elif any(gradients.is_zero_grad(c) for c in inner):
-                yield call, "zero_grad", []
-            backs = [c for c in inner if gradients.is_tensor_backward(c)]
-            if backs:
-                yield call, "backward", backs
-
-
-def _backward_owned_by(anchor: nodes.Call, loop: "loops.Loop") -> bool:
-    """No loop between ``anchor`` and ``loop`` steps on its own (that loop owns the backward)."""
-    for inner in loops.enclosing_loops(anchor):
-        if inner is loop:
-            return True
-        if any(gradients.stepped_optimizer(c) is not None for c in loops.loop_calls(inner, HELPER_DEPTH)):
-            return False
-    return False
-
-
-def _gate(anchor: nodes.NodeNG, loop: "loops.Loop") -> Optional[Tuple[nodes.NodeNG, nodes.NodeNG]]:
-    """``(gating statement, N)`` when ``anchor`` runs only every N iterations of ``loop``."""
-    child = anchor
-    parent = anchor.parent
-    while parent is not None and parent is not loop:
-        if isinstance(parent, nodes.If) and (child in parent.body or child in parent.orelse):
-            divisor = _gate_divisor(parent.test, loop, 2)
-            if divisor is not None:
-                return parent, divisor
-        found = _continue_gate(parent, child, loop)
-        if found is not None:
-            return found
-        child, parent = parent, parent.parent
-    if parent is loop:
-        return _continue_gate(parent, child, loop)
-    return None
-
-
-def _continue_gate(block: nodes.NodeNG, child: nodes.NodeNG, loop: "loops.Loop") -> Optional[Tuple[nodes.NodeNG, nodes.NodeNG]]:
-    """``if i % N != 0: continue`` earlier in the same statement list as ``child``."""
-    for field in ("body", "orelse", "handlers", "finalbody"):
-        stmts = getattr(block, field, None)
-        if not isinstance(stmts, list) or child not in stmts:
-            continue
-        for stmt in stmts[: stmts.index(child)]:
-            if isinstance(stmt, nodes.If) and stmt.body and isinstance(stmt.body[-1], nodes.Continue):
-                divisor = _gate_divisor(stmt.test, loop, 2)
-                if divisor is not None:
-                    return stmt, divisor
-    return None
-
-
-def _gate_divisor(test: nodes.NodeNG, loop: "loops.Loop", depth: int) -> Optional[nodes.NodeNG]:
-    """N for a test that holds once every N iterations: a ``% N`` or a counter compared with N."""
-    for binop in test.nodes_of_class(nodes.BinOp):
-        if binop.op == "%" and not (isinstance(binop.left, nodes.Const) and isinstance(binop.left.value, str)):
-            return None if _trivial(binop.right) else binop.right
-    if isinstance(test, nodes.UnaryOp) and test.op == "not":
-        return _gate_divisor(test.operand, loop, depth)
-    if isinstance(test, (nodes.Name, nodes.Attribute)) and depth > 0:
-        values = dataflow.assigned_values(test)
-        if values and len(values) == 1:
-            return _gate_divisor(values[0], loop, depth - 1)
-        return None
-    if isinstance(test, nodes.Compare) and len(test.ops) == 1 and test.ops[0][0] in ("==", ">="):
-        left, right = test.left, test.ops[0][1]
-        for counter, divisor in ((left, right), (right, left)):
-            if _incremented_in(counter, loop) and not _trivial(divisor):
-                return divisor
-    return None
-
-
-def _incremented_in(counter: nodes.NodeNG, loop: "loops.Loop") -> bool:
-    if not isinstance(counter, (nodes.Name, nodes.Attribute)):
-        return False
-    text = dataflow.binding_text(counter)
-    for aug in loop.nodes_of_class(nodes.AugAssign):
-        if aug.op == "+=" and dataflow.binding_text(aug.target) == text:
-            return True
-    return False
-
-
-def _trivial(divisor: nodes.NodeNG) -> bool:
-    """N is a literal 1 (or a name only ever bound to one): no accumulation."""
-    values = [divisor]
-    if isinstance(divisor, nodes.Name):
-        values = dataflow.assigned_values(divisor) or [divisor]
-    return all(isinstance(v, nodes.Const) and isinstance(v.value, int) and v.value <= 1 for v in values)
-
-
-def _gated_by(node: nodes.NodeNG, gate: nodes.NodeNG) -> bool:
-    """``node`` runs under ``gate`` (inside the ``if``, or after the ``continue`` gate)."""
-    if gradients.inside(node, gate):
-        return True
-    if isinstance(gate, nodes.If) and gate.body and isinstance(gate.body[-1], nodes.Continue):
-        return bool(node.lineno and gate.lineno and node.lineno > gate.tolineno)
-    return False
-
-
-def _micro_batch_count(loop: nodes.For) -> Optional[Tuple[Optional[nodes.NodeNG], str]]:
-    """``(N, text)`` when ``loop`` iterates over micro-batches; N is None when only the iterable
-    is known (the text then reads ``len(...)``)."""
-    iterable = loop.iter
-    while isinstance(iterable, nodes.Call) and infer.call_name(iterable) in ITERABLE_WRAPPERS and iterable.args:
-        iterable = iterable.args[0]
-    name = infer.call_name(iterable)
-    if isinstance(iterable, nodes.Call) and name in SPLIT_METHODS:
-        count = None
-        if name == "chunk":
-            index = 0 if isinstance(iterable.func, nodes.Attribute) and not _is_torch_module(iterable.func.expr) else 1
-            count = iterable.args[index] if len(iterable.args) > index else None
-        if count is not None:
-            return count, dataflow.binding_text(count)
-        return None, "len({})".format(dataflow.binding_text(iterable))
-    if isinstance(iterable, nodes.Call) and name == "range" and infer.qname(iterable.func) == "builtins.range":
-        args = iterable.args
-        count = args[0] if len(args) == 1 else args[1] if len(args) == 2 else None
-        named = count is not None and MICRO_BATCH_NAME.search(dataflow.binding_text(count)) is not None
-        if named or _fetches_batches(loop):
-            if count is not None and not _trivial(count):
-                return count, dataflow.binding_text(count)
-            if count is None:
-                return None, "len({})".format(dataflow.binding_text(iterable))
-        return None
-    if isinstance(iterable, (nodes.Name, nodes.Attribute)):
-        terminal = dataflow.terminal_name(iterable)
-        if terminal is not None and MICRO_BATCH_NAME.search(terminal):
-            return iterable, "len({})".format(dataflow.binding_text(iterable))
-    return None
-
-
-def _is_torch_module(expr: nodes.NodeNG) -> bool:
-    return infer.qname(expr) == "torch"
-
-
-def _fetches_batches(loop: nodes.For) -> bool:
-    """The loop body pulls a batch with ``next()`` or slices a batch with the loop variable."""
-    for call in loops.loop_calls(loop, 1):
-        if infer.call_name(call) == "next" and isinstance(call.func, nodes.Name):
-            return True
-    targets = {t.name for t in loop.target.nodes_of_class(nodes.AssignName)}
-    for sub in loop.nodes_of_class(nodes.Subscript):
-        if isinstance(sub.slice, nodes.Slice) and any(n.name in targets for n in sub.slice.nodes_of_class(nodes.Name)):
-            return True
-    return False
-
-
-def _steps_after(loop: nodes.For) -> bool:
-    """The optimizer steps once per pass of the enclosing loop, or after ``loop`` in its function."""
-    outer = loops.innermost(loop)
-    if outer is not None:
-        return any(kind == "step" and loops.innermost(a) is outer for a, kind, _ in _anchors(outer))
-    scope = loop.scope()
-    body = scope.body if isinstance(scope, (nodes.FunctionDef, nodes.Module)) else []
-    end = loop.tolineno or 0
-    for stmt in body:
-        for call in loops.calls_in([stmt], HELPER_DEPTH):
-            if (call.lineno or 0) > end and gradients.stepped_optimizer(call) is not None and not gradients.inside(call, loop):
-                return True
-    return False
-
-
-def _rescales_gradients(scope: nodes.NodeNG) -> bool:
-    """Gradients divided in place before the step: ``p.grad /= N``, ``p.grad.div_(N)``,
-    ``torch._foreach_div_(grads, N)``."""
-    calls = loops.loop_calls(scope, HELPER_DEPTH) if isinstance(scope, (nodes.For, nodes.While)) else list(infer.iter_calls(scope))
-    for call in calls:
-        method = infer.method_name(call)
-        if method in GRAD_RESCALE_METHODS and _is_grad(call.func.expr):  # type: ignore[union-attr]
-            return True
-        if infer.call_name(call) in FOREACH_RESCALES:
-            return True
-    for aug in scope.nodes_of_class(nodes.AugAssign):
-        if aug.op in ("/=", "*=") and _is_grad(aug.target):
-            return True
-    return False
-
-
-def _is_grad(expr: nodes.NodeNG) -> bool:
-    while isinstance(expr, nodes.Attribute) and expr.attrname == "data":
-        expr = expr.expr
-    return isinstance(expr, (nodes.Attribute, nodes.AssignAttr)) and expr.attrname == "grad"
 
 
 def _divides(node: nodes.NodeNG) -> bool:
@@ -431,8 +155,9 @@ def _handed(call: nodes.Call, divisor: Optional[nodes.NodeNG]) -> bool:
         sources.extend(v for v in dataflow.assigned_values(call.func) or [] if isinstance(v, nodes.Call))
     for source in sources:
         exprs = list(source.args) + [kw.value for kw in source.keywords or ()]
-        if isinstance(source.func, nodes.Attribute) and dataflow.binding_text(source.func.expr).split(".")[0] != "self":
-            exprs.append(source.func.expr)
+        func = source.func
+        if isinstance(func, nodes.Attribute) and dataflow.binding_text(func.expr).split(".")[0] != "self":
+            exprs.append(func.expr)
         for expr in exprs:
             for sub in _names(expr):
                 if dataflow.binding_text(sub) in roots:

@@ -1,11 +1,287 @@
-"""TP005 ddp-sampler: placeholder until the rule lands (reports nothing)."""
+"""TP005 ddp-sampler: a distributed run that trains from a DataLoader without a DistributedSampler,
+or with a DistributedSampler whose set_epoch() is never called in the epoch loop.
+
+A file is a distributed run when it calls (any alias, module aliases included)
+``DistributedDataParallel``, ``FullyShardedDataParallel``/``fully_shard`` or
+``torch.distributed.init_process_group``.  Then:
+
+* a ``DataLoader`` built with ``shuffle=True``, with no sampler, or with a resolved
+  non-distributed torch sampler (``RandomSampler``...) is reported when a training loop (one
+  whose iteration runs a backward, ``analysis.loader_use``) iterates it; ``shuffle=True`` alone
+  is enough when no loop using it is found at all (a loader returned in a tuple), but not when
+  every loop found only evaluates;
+* a ``DistributedSampler`` (``shuffle`` not ``False``) feeding a loader that a training loop
+  iterates inside an epoch loop is reported when no ``set_epoch`` call in the file can be it:
+  ``sampler.set_epoch(e)``, ``loader.sampler.set_epoch(e)``, ``loader.batch_sampler.sampler...``,
+  ``loader.set_epoch(e)`` and a call on an unresolvable receiver (a parameter) all count, unless
+  the call sits once before the epoch loop, outside any loop, in that loop's own function.
+
+Silent: a sampler that cannot be resolved (a custom or conditional one), ``batch_sampler=``,
+an ``IterableDataset`` (it shards itself; an unresolvable dataset without ``shuffle=True`` may
+be one), loaders only read on rank 0, loaders handed to Accelerate's ``prepare()`` or Fabric's
+``setup_dataloaders()``, and Lightning/Hugging Face classes and ``*_dataloader`` hooks, whose
+frameworks insert the sampler.
+"""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, List, Optional, Set
+
+from astroid import nodes
+
+from ..analysis import dataflow, gradients, infer, loader_use, loops
+from ..analysis.torch_names import DATALOADERS, MODEL_WRAPPERS
 from ._base import Rule, register
+
+if TYPE_CHECKING:
+    from ..analysis.build import FileContext
+
+#: Text one of which a distributed file must contain (an alias is imported by its real name).
+DISTRIBUTED_MARKERS = ("DistributedDataParallel", "init_process_group", "FullyShardedDataParallel", "fully_shard")
+
+#: Wrappers that make every rank train the same model on its own shard of the data.
+DATA_PARALLEL_WRAPPERS = MODEL_WRAPPERS - frozenset({"torch.nn.parallel.DataParallel"})
+
+#: Calls that start a distributed run.
+DISTRIBUTED_FUNCTIONS = frozenset({"torch.distributed.init_process_group", "torch.distributed.fsdp.fully_shard"})
+
+#: Lightning hooks whose DataLoader the Trainer re-samples per rank.
+LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
 
 
 @register
 class DdpSampler(Rule):
     code, slug = "TP005", "ddp-sampler"
-    message = "NOT IMPLEMENTED"
-    rationale = "NOT IMPLEMENTED"
+    message = "{problem} in a distributed run, so {cost}. {fix}"
+    rationale = (
+        "Under DistributedDataParallel every process runs the same script. A DataLoader without a "
+        "DistributedSampler (shuffle=True, no sampler, or a RandomSampler) gives every rank the whole "
+        "dataset, so the N GPUs compute gradients on the same batches: each epoch costs N times the "
+        "compute for the data of one GPU, and the effective batch is not what the script says. A "
+        "DistributedSampler splits the indices per rank, but it shuffles with a seed plus the epoch "
+        "number: without sampler.set_epoch(epoch) at the start of every epoch each epoch replays the "
+        "same order. The rule only fires in files that wrap a model in DDP/FSDP or initialise a process "
+        "group, and only for loaders that a training loop (one that runs backward) iterates; Accelerate's "
+        "prepare(), Lightning, IterableDatasets and rank-0-only loaders are left alone."
+    )
+    example_bad = (
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "\n"
+        "dist.init_process_group(\"nccl\")\n"
+        "model = DDP(torch.nn.Linear(8, 2).cuda())\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "dataset = TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))\n"
+        "loader = DataLoader(dataset, batch_size=8, shuffle=True)\n"
+        "for epoch in range(10):\n"
+        "    for x, y in loader:\n"
+        "        optimizer.zero_grad()\n"
+        "        torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()\n"
+        "        optimizer.step()\n"
+    )
+    example_good = (
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from torch.utils.data import DataLoader, DistributedSampler, TensorDataset\n"
+        "\n"
+        "dist.init_process_group(\"nccl\")\n"
+        "model = DDP(torch.nn.Linear(8, 2).cuda())\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "dataset = TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))\n"
+        "sampler = DistributedSampler(dataset)\n"
+        "loader = DataLoader(dataset, batch_size=8, sampler=sampler)\n"
+        "for epoch in range(10):\n"
+        "    sampler.set_epoch(epoch)\n"
+        "    for x, y in loader:\n"
+        "        optimizer.zero_grad()\n"
+        "        torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()\n"
+        "        optimizer.step()\n"
+    )
+
+    #: The two kinds of finding, filled into ``message``.
+    NO_SAMPLER = dict(
+        problem="{name} is built with {how} and no DistributedSampler",
+        cost="every rank iterates the same batches: N GPUs repeat one GPU's work and each epoch sees the data N times",
+        fix=(
+            "Pass sampler=DistributedSampler(dataset) (and drop shuffle=True), "
+            "then call sampler.set_epoch(epoch) each epoch."
+        ),
+    )
+    NO_SET_EPOCH = dict(
+        problem="{name} never gets set_epoch(epoch) in the epoch loop",
+        cost="every epoch replays the same shuffled order on every rank, which weakens shuffling for the whole run",
+        fix="Call {target}.set_epoch(epoch) at the start of each epoch, before iterating the DataLoader.",
+    )
+
+    def __init__(self, ctx: "FileContext") -> None:
+        super().__init__(ctx)
+        self._active = any(marker in line for line in ctx.lines for marker in DISTRIBUTED_MARKERS)
+        self._calls: List[nodes.Call] = []
+        self._loaders: List[nodes.Call] = []
+        self._samplers: List[nodes.Call] = []
+
+    def visit_call(self, node: nodes.Call) -> None:
+        if self._active and isinstance(node.func, (nodes.Name, nodes.Attribute)):
+            self._calls.append(node)  # cheap check first: no distributed marker, no work
+
+    def leave_module(self, node: nodes.Module) -> None:
+        if not self._active:
+            return
+        names = _distributed_names(node)
+        if not any(infer.call_name(c) in names and _starts_distributed(c) for c in self._calls):
+            return
+        for call in self._calls:
+            target = infer.safe_infer(call.func)
+            if isinstance(target, nodes.ClassDef):
+                if infer.class_is_subclass_of(target, DATALOADERS):
+                    self._loaders.append(call)
+                elif infer.class_is_subclass_of(target, loader_use.DISTRIBUTED_SAMPLERS):
+                    self._samplers.append(call)
+        for loader in self._loaders:
+            self._check_loader(loader)
+        for sampler in self._samplers:
+            self._check_sampler(sampler)
+
+    # -- DataLoader without a DistributedSampler ----------------------------------------------
+    def _check_loader(self, call: nodes.Call) -> None:
+        if _framework(call) or loader_use.rank_zero_only(call):
+            return
+        batch_sampler = _argument(call, "batch_sampler", 4)
+        if batch_sampler is not None and not _is_none(batch_sampler):
+            return
+        shuffle = _argument(call, "shuffle", 2)
+        shuffled = shuffle is not None and infer.const_values(shuffle) == [True]
+        sampler = _argument(call, "sampler", 3)
+        if sampler is not None and not _is_none(sampler):
+            plain = loader_use.plain_sampler(sampler)
+            if plain is None:
+                return
+            how = "sampler={}()".format(plain)
+        elif shuffled:
+            how = "shuffle=True"
+        else:
+            how = "no sampler"
+        dataset = _argument(call, "dataset", 0)
+        if dataset is None or loader_use.may_be_iterable_dataset(dataset, trust_map_style=shuffled):
+            return
+        uses = loader_use.uses_of(call)
+        if uses.prepared:
+            return
+        training = [loop for loop in uses.training_loops if not loader_use.rank_zero_only(loop)]
+        if not training and not (shuffled and not uses.training_loops and not uses.other_loops):
+            return
+        fields = dict(self.NO_SAMPLER)
+        fields["problem"] = fields["problem"].format(name=_display(call), how=how)
+        self.report(call, **fields)
+
+    # -- DistributedSampler without set_epoch ---------------------------------------------------
+    def _check_sampler(self, call: nodes.Call) -> None:
+        if _framework(call):
+            return
+        shuffle = _argument(call, "shuffle", 3)
+        if shuffle is not None and infer.const_values(shuffle) == [False]:
+            return  # a fixed order is the intent: set_epoch changes nothing
+        binding = _bound_to(call)
+        sampler_text = dataflow.binding_text(binding) if binding is not None else None
+        epoch_loops: List[loops.Loop] = []
+        loaders = self._loaders_of(call, sampler_text)
+        for loader in loaders:
+            uses = loader_use.uses_of(loader)
+            if uses.prepared:
+                return
+            for loop, via in zip(uses.training_loops, uses.routes):
+                epoch_loops.extend(loader_use.epoch_loops(loop, via))
+        if not epoch_loops:
+            return  # not trained from, or trained for one pass only
+        for setter in self.ctx.module.nodes_of_class(nodes.Call):
+            if infer.method_name(setter) != "set_epoch":
+                continue
+            if loader_use.may_set_epoch(setter, call, loaders):
+                if not loader_use.set_before_epoch_loop(setter, epoch_loops):
+                    return
+        if sampler_text is not None:
+            name, target = "DistributedSampler " + sampler_text, sampler_text
+        else:
+            bound = [_bound_to(loader) for loader in loaders]
+            loader_text = next((dataflow.binding_text(b) for b in bound if b is not None), "loader")
+            name, target = "This DistributedSampler", loader_text + ".sampler"
+        fields = dict(self.NO_SET_EPOCH)
+        fields["problem"] = fields["problem"].format(name=name)
+        fields["fix"] = fields["fix"].format(target=target)
+        self.report(call, **fields)
+
+    def _loaders_of(self, sampler: nodes.Call, sampler_text: Optional[str]) -> List[nodes.Call]:
+        """DataLoader calls of the file that receive ``sampler`` (inline, by name, or wrapped in
+        a BatchSampler)."""
+        found = []
+        for loader in self._loaders:
+            for arg in (_argument(loader, "sampler", 3), _argument(loader, "batch_sampler", 4)):
+                if arg is None:
+                    continue
+                if arg is sampler or gradients.inside(sampler, arg):
+                    found.append(loader)
+                elif sampler_text is not None and any(
+                    dataflow.binding_text(n) == sampler_text and loader_use.bound_among(n, [sampler])
+                    for n in arg.nodes_of_class((nodes.Name, nodes.Attribute))
+                ):
+                    found.append(loader)
+        return found
+
+
+def _distributed_names(module: nodes.Module) -> Set[str]:
+    """Names under which the file may call a DDP/FSDP wrapper or init_process_group: the real
+    names plus their import aliases and plain rebindings (``DDP = nn.parallel.DistributedDataParallel``)."""
+    real = {marker for marker in DISTRIBUTED_MARKERS}
+    names = set(real)
+    for imp in module.nodes_of_class((nodes.ImportFrom, nodes.Import)):
+        for name, alias in imp.names:
+            if alias and name.split(".")[-1] in real:
+                names.add(alias)
+    for assign in module.nodes_of_class(nodes.Assign):
+        if dataflow.terminal_name(assign.value) in real:
+            names.update(t.name for t in assign.targets if isinstance(t, nodes.AssignName))
+    return names
+
+
+def _starts_distributed(call: nodes.Call) -> bool:
+    """A resolved DDP/FSDP wrapper or process-group initialisation."""
+    target = infer.safe_infer(call.func)
+    if isinstance(target, nodes.ClassDef):
+        return target.qname() in DATA_PARALLEL_WRAPPERS
+    return isinstance(target, nodes.FunctionDef) and target.qname() in DISTRIBUTED_FUNCTIONS
+
+
+def _argument(call: nodes.Call, keyword: str, index: int) -> Optional[nodes.NodeNG]:
+    for kw in call.keywords or ():
+        if kw.arg == keyword:
+            return kw.value  # type: ignore[no-any-return]
+    if len(call.args) > index and not any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]):
+        return call.args[index]  # type: ignore[no-any-return]
+    return None
+
+
+def _is_none(expr: nodes.NodeNG) -> bool:
+    return isinstance(expr, nodes.Const) and expr.value is None
+
+
+def _framework(call: nodes.Call) -> bool:
+    func = call.scope()
+    if isinstance(func, nodes.FunctionDef) and func.name in LIGHTNING_LOADER_HOOKS:
+        return True
+    return gradients.framework_managed(call)
+
+
+def _bound_to(call: nodes.Call) -> Optional[nodes.NodeNG]:
+    parent = call.parent
+    if isinstance(parent, nodes.Assign) and len(parent.targets) == 1 and parent.value is call:
+        target = parent.targets[0]
+        if isinstance(target, (nodes.AssignName, nodes.AssignAttr)):
+            return target  # type: ignore[no-any-return]
+    return None
+
+
+def _display(call: nodes.Call) -> str:
+    binding = _bound_to(call)
+    return "DataLoader " + dataflow.binding_text(binding) if binding is not None else "This DataLoader"

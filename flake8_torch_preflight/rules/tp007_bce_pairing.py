@@ -26,7 +26,7 @@ from astroid import nodes
 
 from ..analysis import infer, origins
 from ..analysis.torch_names import SIGMOID_FUNCTIONS, SIGMOID_LAYERS
-from ._base import Rule, register
+from ._base import Rule, register, text_gate
 
 #: Losses that apply sigmoid to their input themselves: they need raw logits.
 LOGIT_LOSSES = frozenset({"torch.nn.BCEWithLogitsLoss", "torch.nn.functional.binary_cross_entropy_with_logits"})
@@ -87,6 +87,7 @@ _MESSAGES = {
 @register
 class BcePairing(Rule):
     code, slug = "TP007", "bce-pairing"
+    requires = text_gate(r"BCE|binary_cross_entropy")
     message = "{what} is fed into {loss}, {cost}. {fix}"
     rationale = (
         "BCEWithLogitsLoss and F.binary_cross_entropy_with_logits apply sigmoid to their input; BCELoss and "
@@ -142,6 +143,8 @@ def _expected_input(call: nodes.Call) -> Optional[Tuple[str, str]]:
     name = infer.callee_qname(call)
     if name is None:
         return None
+    if name not in LOGIT_LOSSES and name not in PROBABILITY_LOSSES and origins.user_forward(call.func):
+        return None  # a subclass with its own forward() may take either
     if name in LOGIT_LOSSES or infer.is_instance_of(call.func, LOGIT_LOSS_CLASSES):
         return "logits", "F.binary_cross_entropy_with_logits" if "functional" in name else "BCEWithLogitsLoss"
     if name in PROBABILITY_LOSSES or infer.is_instance_of(call.func, PROBABILITY_LOSS_CLASSES):

@@ -1,11 +1,131 @@
-"""TP009 unseeded-run: placeholder until the rule lands (reports nothing)."""
+"""TP009 unseeded-run: a training run draws random numbers from a generator it never seeds.
+
+The run is what the file executes: its module-level statements and
+``if __name__ == "__main__":`` block, with the file's functions, methods and
+class constructors they call expanded (``analysis.entrypoint``).  A file is a
+run only when that code reaches a training step (``backward()``, ``fit()``,
+``trainer.train()``): modules that only define functions, and inference or
+conversion scripts, are silent.
+
+What draws from or seeds which generator (torch, NumPy's global generator,
+``random``, and generators built without a seed) is ``analysis.randomness``,
+with its data and its documented name-based fallback for seeding helpers that
+are never read (``seed_everything``, ``transformers.set_seed``, a call handed
+``args.seed``).  A ``set_seed`` of the file counts for exactly the seeders it
+calls; ``torch.cuda.manual_seed*`` alone shows intent but leaves the CPU
+generator that initialises weights unseeded.
+
+Where it reports: at the first draw, in execution order, from each unseeded
+generator (one finding per generator; the first ``default_rng()`` or
+``random.Random()`` built without a seed counts as its own generator).  Whether the seed comes before the draw is not checked.  The
+message says whether the run seeds nothing at all or only some generators
+(the intent is visible: a stronger signal).
+"""
 from __future__ import annotations
 
-from ._base import Rule, register
+from typing import Dict, Set, Tuple
+
+from astroid import nodes
+
+from ..analysis import entrypoint
+from ..analysis.randomness import INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, SEED, TORCH, effect
+from ._base import Rule, register, text_gate
+
+_GENERATOR_NAMES = {
+    TORCH: "torch",
+    NUMPY: "NumPy (np.random)",
+    RANDOM: "Python random",
+    NUMPY_RNG: "separate NumPy",
+    RANDOM_INSTANCE: "separate random.Random",
+}
+_SEEDERS = {TORCH: "torch.manual_seed(seed)", NUMPY: "np.random.seed(seed)", RANDOM: "random.seed(seed)"}
 
 
 @register
 class UnseededRun(Rule):
     code, slug = "TP009", "unseeded-run"
-    message = "NOT IMPLEMENTED"
-    rationale = "NOT IMPLEMENTED"
+    requires = text_gate(r"backward|\.fit\(|\.train\(\)")
+    message = (
+        "{draw} draws from the {generator} generator, which {state}: every run gets different random numbers, "
+        "so results cannot be reproduced, bisected or compared across runs. {fix}"
+    )
+    rationale = (
+        "Weight initialisation, shuffling, augmentation and dropout all draw from random generators: torch's, "
+        "NumPy's global one and Python's random module each keep their own state, and each starts from a "
+        "nondeterministic seed. A training run that never seeds them gives different results on every launch, so a "
+        "regression cannot be told from noise; one that seeds only some of them (torch but not np.random) is "
+        "the same bug with the intent visible. The rule reads the run the file executes (module-level code "
+        "and the __main__ block, through the file's functions and class constructors) and reports, once per "
+        "generator, the first draw from a generator that nothing seeds. Seeding helpers count: "
+        "seed_everything, transformers.set_seed, accelerate's set_seed, and a set_seed of the file for the "
+        "seeders it calls. Files that only define functions, and runs that never train, are left alone."
+    )
+    example_bad = """
+        import numpy as np
+        import torch
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            model = torch.nn.Linear(10, 1)
+            noise = np.random.normal(size=(64, 10))
+            model(torch.as_tensor(noise, dtype=torch.float32)).sum().backward()
+    """
+    example_good = """
+        import numpy as np
+        import torch
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            np.random.seed(0)
+            model = torch.nn.Linear(10, 1)
+            noise = np.random.normal(size=(64, 10))
+            model(torch.as_tensor(noise, dtype=torch.float32)).sum().backward()
+    """
+
+    def visit_module(self, node: nodes.Module) -> None:
+        if all(isinstance(s, _DEFINITIONS) for s in node.body):
+            return  # only definitions: not a run
+        calls = entrypoint.run_calls(node)
+        if not entrypoint.trains(calls):
+            return
+        seeded: Set[str] = set()
+        intent = False
+        draws: Dict[str, Tuple[nodes.Call, str]] = {}
+        for call in calls:
+            found = effect(call)
+            if found is None:
+                continue
+            if found.kind == SEED:
+                seeded |= found.generators
+                intent = True
+            elif found.kind == INTENT:
+                intent = True
+            else:
+                for generator in found.generators:
+                    draws.setdefault(generator, (call, found.label))
+        for generator, (call, label) in draws.items():
+            if generator in seeded:
+                continue
+            self.report(call, draw=label, generator=_GENERATOR_NAMES[generator], **_wording(generator, seeded, intent))
+
+
+_DEFINITIONS = (nodes.FunctionDef, nodes.ClassDef, nodes.Import, nodes.ImportFrom)
+
+
+def _wording(generator: str, seeded: Set[str], intent: bool) -> Dict[str, str]:
+    if generator in (NUMPY_RNG, RANDOM_INSTANCE):
+        fix = "Pass a seed when building it, e.g. np.random.default_rng(seed) or random.Random(seed)."
+        return {"state": "is built without a seed (global seeds do not reach it)", "fix": fix}
+    if not intent:
+        return {
+            "state": "is never seeded (the run sets no seed at all)",
+            "fix": "Seed every generator the run uses once at startup: random.seed, np.random.seed and "
+            "torch.manual_seed, or one seed_everything / transformers.set_seed call.",
+        }
+    done = " and ".join(sorted(_GENERATOR_NAMES[g] for g in seeded)) or "only the CUDA generators"
+    return {
+        "state": "is left unseeded although the run seeds {} (a partial seed)".format(done),
+        "fix": "Add {} next to the other seeds, or use one seed_everything / set_seed call.".format(
+            _SEEDERS[generator]
+        ),
+    }

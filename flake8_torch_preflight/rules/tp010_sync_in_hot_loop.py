@@ -6,7 +6,7 @@ from typing import Optional
 from astroid import nodes
 
 from ..analysis import device, infer, training_step
-from ._base import Rule, register
+from ._base import Rule, register, text_gate
 
 #: Tensor methods that download a value and so wait for the GPU queue (``device.SYNC_METHODS``).
 SYNC_METHODS = device.SYNC_METHODS
@@ -17,6 +17,8 @@ SYNC_BUILTINS = device.SYNC_BUILTINS
 #: Explicit waits for the device, a stream or an event.
 SYNC_FUNCTIONS = device.SYNC_FUNCTIONS
 
+_SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
+
 #: Call names worth a look before any inference: the methods, the builtins' short names, synchronize.
 CANDIDATE_NAMES = frozenset(SYNC_METHODS | {"float", "int", "bool", "synchronize"})
 
@@ -24,6 +26,7 @@ CANDIDATE_NAMES = frozenset(SYNC_METHODS | {"float", "int", "bool", "synchronize
 @register
 class SyncInHotLoop(Rule):
     code, slug = "TP010", "sync-in-hot-loop"
+    requires = text_gate(r"cuda|nccl|cudnn|accelerator")  # no CUDA evidence without one of these words
     message = (
         "{sync} runs once per element of {loop} inside the training step, and every call makes the host "
         "wait until the GPU has finished all queued work, so the GPU idles that many times per step "
@@ -69,13 +72,16 @@ class SyncInHotLoop(Rule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        if infer.call_name(node) not in CANDIDATE_NAMES:
+        name = infer.call_name(node)
+        if name not in CANDIDATE_NAMES and name not in device.local_aliases(node.root(), "synchronize"):
             return  # cheap syntactic check first
+        if not _inside_loop_or_comprehension(node):
+            return
+        if not device.uses_cuda(node.root()):
+            return  # no device to wait for (computed once per file)
         sync = _sync_text(node)
         if sync is None:
             return
-        if not device.uses_cuda(node.root()):
-            return  # no device to wait for
         loop = training_step.per_element_loop(node)
         if loop is None:
             return
@@ -97,9 +103,21 @@ def _sync_text(call: nodes.Call) -> Optional[str]:
         if _already_on_host(arg) or not device.is_tensor(arg):
             return None
         return "{}(tensor)".format(func.name)
-    if infer.call_name(call) == "synchronize" and infer.callee_qname(call) in SYNC_FUNCTIONS:
-        return "{}()".format(call.func.as_string())
+    if infer.call_name(call) == "synchronize" or isinstance(func, nodes.Name):
+        name = infer.callee_qname(call)
+        if name in SYNC_FUNCTIONS:
+            return "{}()".format(name)
     return None
+
+
+def _inside_loop_or_comprehension(node: nodes.NodeNG) -> bool:
+    """Structural pre-check: some loop or comprehension of the same function encloses ``node``."""
+    parent = node.parent
+    while parent is not None and not isinstance(parent, _SCOPES):
+        if isinstance(parent, (nodes.For, nodes.While) + training_step.COMPREHENSIONS):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _already_on_host(expr: nodes.NodeNG) -> bool:
@@ -117,5 +135,5 @@ def _loop_text(loop: training_step.Element) -> str:
 
 
 def _short(expr: nodes.NodeNG) -> str:
-    text = expr.as_string()
+    text = str(expr.as_string())
     return text if len(text) <= 40 else text[:37] + "..."

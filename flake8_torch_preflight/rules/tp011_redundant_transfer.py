@@ -1,20 +1,30 @@
-"""TP011 redundant-transfer: the same loop-invariant tensor or module moved to the device every iteration."""
+"""TP011 redundant-transfer: the same loop-invariant tensor or module moved to the device every iteration.
+
+Invariance is read syntactically (``analysis.invariance``): the loop never rebinds the name or
+attribute chain, never changes it in place, and never sends it back to the host.  That holds
+whatever the value is, so a receiver inference cannot resolve (a parameter with no call site) is
+reported too, with a cost that covers both a tensor and a module; one that resolves to anything
+but a tensor or a module is not.  The destination must be a device: a provable accelerator, or
+an unresolved ``torch.device``/device-named argument in a file with CUDA evidence.
+"""
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import List, Optional
 
 from astroid import nodes
 
-from ..analysis import dataflow, device, infer, loops, training_step
+from ..analysis import dataflow, device, infer, invariance, loops, training_step
 from ..analysis.torch_names import DATALOADERS, MODULE_BASES
-from ._base import Rule, register
+from ._base import Rule, register, text_gate
 
 #: Methods that move a receiver to the device (``.cpu()`` is a download, see ``device.transfer_target``).
 TO_DEVICE_METHODS = frozenset({"to", "cuda"})
 
-#: Tensor methods that change a tensor in place (trailing underscore), so re-sending it is needed.
-#: Checked as "method name ends with ``_``"; these are the common ones, listed for the README.
-IN_PLACE_EXAMPLES = frozenset({"copy_", "add_", "mul_", "fill_", "zero_", "uniform_", "normal_"})
+#: Host factories whose result differs on every call (new random values): not loop-invariant.
+RANDOM_FACTORIES = frozenset({"torch.rand", "torch.randn", "torch.randint", "torch.randperm"})
+
+#: ``nn.Module`` methods that return the module itself, looked through when matching receivers.
+SELF_RETURNING_METHODS = frozenset({"eval", "train", "requires_grad_", "float", "half", "double", "bfloat16"})
 
 #: Wrappers around a DataLoader in a ``for`` header that still iterate batches.
 BATCH_ITERATOR_WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"})
@@ -23,6 +33,7 @@ BATCH_ITERATOR_WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "tqdm
 @register
 class RedundantTransfer(Rule):
     code, slug = "TP011", "redundant-transfer"
+    requires = text_gate(r"\.(to|cuda)\s*\(")  # no transfer without one
     message = (
         "{what} is moved to the device on every iteration although it does not change inside the loop, "
         "so {cost} every step. Move it to the device once, before the loop, and reuse that copy "
@@ -83,8 +94,10 @@ class RedundantTransfer(Rule):
             return
         if target == "device" and not device.uses_cuda(node.root()):
             return  # an unresolved device in a file with no accelerator evidence may be the CPU
-        receiver = node.func.expr  # type: ignore[union-attr]
-        what = _invariant_value(receiver, node, loop)
+        if training_step.under_periodic_branch(node, loop):
+            return  # ``if step % 500 == 0:`` / ``if epoch == 0:`` does not run every iteration
+        receiver = node.func.expr
+        what = _invariant_value(receiver, loop)
         if what is None:
             return
         if not _is_batch_loop(loop):
@@ -94,9 +107,10 @@ class RedundantTransfer(Rule):
 
 _TENSOR_COST = "a fresh host-to-device copy is made"
 _MODULE_COST = "every parameter and buffer is walked again"
+_UNKNOWN_COST = "the copy (for a module, the walk over every parameter) is repeated"
 
 
-def _invariant_value(receiver: nodes.NodeNG, call: nodes.Call, loop: "loops.Loop") -> Optional["tuple[str, str]"]:
+def _invariant_value(receiver: nodes.NodeNG, loop: "loops.Loop") -> Optional["tuple[str, str]"]:
     """(how the message names it, its cost) when ``receiver`` is the same value every iteration."""
     if isinstance(receiver, nodes.Call):
         return _constant_factory(receiver, loop)
@@ -106,11 +120,15 @@ def _invariant_value(receiver: nodes.NodeNG, call: nodes.Call, loop: "loops.Loop
     if kind is None:
         return None
     text = dataflow.binding_text(receiver)
-    if _rebound_in(loop, receiver) or _mutated_in(loop, text) or _moved_to_host_in(loop, text):
+    if invariance.rebound_in(loop, receiver, ignore=_self_transfer) or invariance.mutated_in(loop, receiver):
+        return None
+    if _moved_to_host_in(loop, text):
         return None
     if kind == "module":
-        return "the model {}".format(text), _MODULE_COST
-    return text, _TENSOR_COST
+        return "module '{}'".format(text), _MODULE_COST
+    if kind == "tensor":
+        return "'{}'".format(text), _TENSOR_COST
+    return "'{}'".format(text), _UNKNOWN_COST
 
 
 def _is_reference(expr: nodes.NodeNG) -> bool:
@@ -134,7 +152,7 @@ def _kind(receiver: nodes.NodeNG) -> Optional[str]:
 def _constant_factory(expr: nodes.Call, loop: "loops.Loop") -> Optional["tuple[str, str]"]:
     """``torch.tensor([0.2, 0.8])`` / ``torch.ones(n_classes)`` built on the host from values the loop never changes."""
     name = infer.callee_qname(expr)
-    if name not in device.HOST_FACTORIES or name in ("torch.rand", "torch.randn", "torch.randint", "torch.randperm"):
+    if name not in device.HOST_FACTORIES or name in RANDOM_FACTORIES:
         return None  # random factories give new values each time
     if any(kw.arg == "device" or kw.arg is None for kw in expr.keywords or ()):
         return None  # created on the device already (or unknown keywords)
@@ -143,58 +161,9 @@ def _constant_factory(expr: nodes.Call, loop: "loops.Loop") -> Optional["tuple[s
         if any(True for _ in arg.nodes_of_class(nodes.Call)) or isinstance(arg, nodes.Starred):
             return None
         for name_node in arg.nodes_of_class(nodes.Name):
-            if _rebound_in(loop, name_node):
+            if invariance.rebound_in(loop, name_node):
                 return None
-    return "{}(...) of loop-invariant values".format(expr.func.as_string()), _TENSOR_COST
-
-
-def _root_name(expr: nodes.NodeNG) -> Optional[nodes.Name]:
-    while isinstance(expr, nodes.Attribute):
-        expr = expr.expr
-    return expr if isinstance(expr, nodes.Name) else None
-
-
-def _rebound_in(loop: "loops.Loop", receiver: nodes.NodeNG) -> bool:
-    """The loop (its target, body, or a helper of the file it calls) assigns the receiver's
-    root name, or the attribute it reads.  ``x = x.to(device)`` does not count: it is the
-    transfer itself."""
-    root = _root_name(receiver)
-    if root is None:
-        return True
-    attrs = _attribute_names(receiver)
-    scope = _defining_scope(root)
-    for node in _loop_nodes(loop):
-        if isinstance(node, nodes.AssignName) and node.name == root.name and node.scope() is scope:
-            if not _self_transfer(node):
-                return True
-        if isinstance(node, nodes.AssignAttr) and node.attrname in attrs:
-            if not _self_transfer(node):
-                return True
-        if isinstance(node, (nodes.Global, nodes.Nonlocal)) and root.name in node.names:
-            return True
-    for helper in _helpers(loop):
-        for node in helper.nodes_of_class((nodes.AssignAttr, nodes.Global)):
-            if isinstance(node, nodes.AssignAttr) and node.attrname in attrs:
-                return True
-            if isinstance(node, nodes.Global) and root.name in node.names:
-                return True
-    return False
-
-
-def _attribute_names(expr: nodes.NodeNG) -> Set[str]:
-    names: Set[str] = set()
-    while isinstance(expr, nodes.Attribute):
-        names.add(str(expr.attrname))
-        expr = expr.expr
-    return names
-
-
-def _defining_scope(name: nodes.Name) -> Optional[nodes.NodeNG]:
-    try:
-        scope, _ = name.lookup(name.name)
-    except Exception:  # astroid lookups raise several error types on broken scopes
-        return None
-    return scope
+    return "{}(...) of values the loop never changes".format(expr.func.as_string()), _TENSOR_COST
 
 
 def _self_transfer(target: nodes.NodeNG) -> bool:
@@ -205,52 +174,25 @@ def _self_transfer(target: nodes.NodeNG) -> bool:
     value = assign.value
     if not (isinstance(value, nodes.Call) and infer.method_name(value) in TO_DEVICE_METHODS):
         return False
-    return dataflow.binding_text(value.func.expr) == dataflow.binding_text(target)  # type: ignore[union-attr]
-
-
-def _loop_nodes(loop: "loops.Loop") -> List[nodes.NodeNG]:
-    found: List[nodes.NodeNG] = []
-    parts: List[nodes.NodeNG] = list(loop.body)
-    if isinstance(loop, nodes.For):
-        parts.append(loop.target)
-    for part in parts:
-        found.append(part)
-        found.extend(part.nodes_of_class(nodes.NodeNG))
-    return found
-
-
-def _helpers(loop: "loops.Loop") -> List[nodes.FunctionDef]:
-    helpers: List[nodes.FunctionDef] = []
-    for call in loops.loop_calls(loop, helper_depth=1):
-        helper = loops.local_helper(call)
-        if helper is not None and helper not in helpers:
-            helpers.append(helper)
-    return helpers
-
-
-def _mutated_in(loop: "loops.Loop", text: str) -> bool:
-    """The loop changes the value in place before sending it again (``buf.copy_(x)``, ``w[i] = 0``)."""
-    for node in _loop_nodes(loop):
-        if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute):
-            if node.func.attrname.endswith("_") and not node.func.attrname.startswith("_"):
-                if dataflow.binding_text(node.func.expr) == text:
-                    return True
-        if isinstance(node, nodes.Subscript) and isinstance(node.parent, (nodes.Assign, nodes.AugAssign)):
-            stored = node in getattr(node.parent, "targets", ()) or node is getattr(node.parent, "target", None)
-            if stored and dataflow.binding_text(node.value) == text:
-                return True
-        if isinstance(node, nodes.AugAssign) and dataflow.binding_text(node.target) == text:
-            return True
-    return False
+    return dataflow.binding_text(value.func.expr) == dataflow.binding_text(target)
 
 
 def _moved_to_host_in(loop: "loops.Loop", text: str) -> bool:
-    """A device restore: the same value is also sent to the host in this loop (checkpointing on the CPU)."""
-    for node in _loop_nodes(loop):
+    """A device restore: the same value is also sent to the host in this loop (checkpointing on
+    the CPU: ``model.eval().cpu(); torch.save(...); model.to(device).train()``)."""
+    for node in invariance.loop_nodes(loop):
         if isinstance(node, nodes.Call) and infer.method_name(node) in device.TRANSFER_METHODS:
-            if dataflow.binding_text(node.func.expr) == text and device.transfer_target(node) == "host":  # type: ignore[union-attr]
+            receiver = _strip_self_returning(node.func.expr)
+            if dataflow.binding_text(receiver) == text and device.transfer_target(node) == "host":
                 return True
     return False
+
+
+def _strip_self_returning(expr: nodes.NodeNG) -> nodes.NodeNG:
+    """``model`` for ``model.eval()`` / ``model.train(False)``: module methods that return the module."""
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in SELF_RETURNING_METHODS:
+        expr = expr.func.expr
+    return expr
 
 
 def _is_batch_loop(loop: "loops.Loop") -> bool:

@@ -7,7 +7,7 @@ from astroid import nodes
 
 from ..analysis import dataflow, device, infer, training_step
 from ..analysis.torch_names import DATALOADERS
-from ._base import Rule, register
+from ._base import Rule, register, text_gate
 
 #: DataLoader parameters read here, with their position in ``DataLoader(dataset, batch_size, ...)``.
 POSITIONS = {"dataset": 0, "num_workers": 5, "collate_fn": 6, "pin_memory": 7}
@@ -30,6 +30,7 @@ _OPAQUE = object()
 @register
 class StarvedDataLoader(Rule):
     code, slug = "TP012", "starved-dataloader"
+    requires = text_gate(r"(?s)^(?=.*DataLoader)(?=.*(cuda|nccl|cudnn|accelerator))")  # a loader and CUDA evidence
     message = (
         "DataLoader {problems}: in this CUDA training file the GPU waits while the training process itself "
         "loads, collates and copies every batch from pageable memory, so throughput drops (a tuning "
@@ -73,7 +74,9 @@ class StarvedDataLoader(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         if not (node.args or node.keywords) or not isinstance(node.func, (nodes.Name, nodes.Attribute)):
-            return  # cheap syntactic check first
+            return  # cheap syntactic checks first
+        if infer.call_name(node) not in device.local_aliases(node.root(), "DataLoader"):
+            return
         if infer.qname(node.func) not in DATALOADERS:
             return  # subclasses may change the defaults: only the torch class itself
         settings = _settings(node)
@@ -132,8 +135,8 @@ def _read_kwargs(expr: nodes.NodeNG) -> Optional[Dict[str, nodes.NodeNG]]:
                 return None  # ``**other`` inside the literal, or computed keys
             result[key.value] = value
         return result
-    if isinstance(built, nodes.Call) and isinstance(built.func, nodes.Name) and infer.qname(built.func) == "builtins.dict":
-        if built.args:
+    if isinstance(built, nodes.Call) and isinstance(built.func, nodes.Name):
+        if built.args or infer.qname(built.func) != "builtins.dict":
             return None
         for kw in built.keywords or ():
             if kw.arg is None:
@@ -178,11 +181,15 @@ def _problems(settings: Dict[str, object]) -> List[str]:
 
 
 def _constant(expr: nodes.NodeNG) -> object:
-    """The constant ``expr`` resolves to, or a private sentinel when it is not one."""
-    value = expr if isinstance(expr, nodes.Const) else infer.safe_infer(expr)
-    if isinstance(value, nodes.Const) and isinstance(value.value, (bool, int)):
-        return value.value
-    return _OPAQUE
+    """The int/bool constant ``expr`` always holds (a literal, a name every reaching assignment or
+    in-file call site binds to the same literal), or ``_OPAQUE``."""
+    values: Optional[List[nodes.NodeNG]] = [expr]
+    if isinstance(expr, nodes.Name):
+        values = dataflow.assigned_values(expr) or infer.parameter_arguments(expr)
+    if not values or not all(isinstance(v, nodes.Const) and isinstance(v.value, (bool, int)) for v in values):
+        return _OPAQUE
+    distinct = {(type(v.value), v.value) for v in values}
+    return values[0].value if len(distinct) == 1 else _OPAQUE
 
 
 def _batches_already_on_device(settings: Dict[str, object]) -> bool:

@@ -298,14 +298,31 @@ def measure(model: torch.nn.Module, inputs: dict[str, torch.Tensor],
             else:
                 cat = "activation"
             cap.rows[key] = {"category": cat, "bytes": int(t.untyped_storage().nbytes()),
-                             "dtype": str(t.dtype).replace("torch.", ""), "shape": tuple(t.shape)}
+                             "dtype": str(t.dtype).replace("torch.", ""), "shape": tuple(t.shape),
+                             "module": stack[-1] if stack else ""}
             cap.keep.append(t)
         return t
 
+    # attribute each saved storage to the innermost module running when it was first saved
+    names = {id(m): n for n, m in model.named_modules()}
+    stack: list[str] = []
+
+    def pre(module: torch.nn.Module, args: Any) -> None:
+        stack.append(names.get(id(module), "?"))
+
+    def post(module: torch.nn.Module, args: Any, out: Any) -> None:
+        stack.pop()
+
     model.train()
     autocast = cuda_autocast if device == "cuda" else cpu_autocast
-    with tracker, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast(amp_dtype):
-        loss = forward(model, inputs)
+    h1 = torch.nn.modules.module.register_module_forward_pre_hook(pre)
+    h2 = torch.nn.modules.module.register_module_forward_hook(post)
+    try:
+        with tracker, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast(amp_dtype):
+            loss = forward(model, inputs)
+    finally:
+        h1.remove()
+        h2.remove()
     assert loss.requires_grad and loss.dim() == 0, "forward must return the scalar training loss"
     cap.keep.append(loss)
     return cap

@@ -263,7 +263,12 @@ def run_point(fam: Family, v: dict[str, int], L: int, b: int, s: int, impl: str,
         held = _forward.held  # type: ignore[attr-defined]
         held_key = H.storage_key(held)
         logits_bytes = 0 if held_key in cap.rows else int(held.untyped_storage().nbytes())
-    row = {"L": L, "b": b, "s": s, **cap.summary(), "held_logits_bytes": logits_bytes}
+        # the loss's fp32 copy of 16-bit logits (ForCausalLMLoss: logits.float(); under amp the
+        # autocast cast for cross_entropy) lives until the loss returns: a transient, not saved
+        half = held.dtype in (torch.float16, torch.bfloat16)
+        upcast = 4 * held.numel() if half and (spec["amp"] is not None or fam.kind == "decoder") else 0
+    row = {"L": L, "b": b, "s": s, **cap.summary(), "held_logits_bytes": logits_bytes,
+           "loss_transient_bytes": logits_bytes + upcast}
     row["sdpa_backends"] = sorted(set(H.SDPA_CHOICES))
     row["by_dtype"] = cap.by_dtype()
     return row
@@ -365,36 +370,38 @@ def predict(fit: dict[str, Any], feats: dict[str, int]) -> float:
 
 
 def validate_real(fam: Family, results: dict[str, Any], log: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Full-depth real configuration vs the fitted formula, at fam.real_points, for sdpa+amp."""
+    """Full-depth real configuration vs the fitted formula at fam.real_points (every head of an encoder)."""
     real = dict(fam.real)
     real.setdefault("kv_heads", real["a"])
     real.setdefault("kv", real["kv_heads"] * (real["h"] // real["a"]))
     out = []
-    for impl in fam.impls:
-        for prec in ("amp", "fp32"):
-            head = fam.heads[0]
-            res = results[f"{impl}/{prec}/{head}"]
-            for b, s in fam.real_points:
-                seq = s if fam.kind != "vision" else (s // 16) ** 2 + 1
-                L = real["L"]
-                feats = monomials(b, seq, seq, real)
-                if fam.kind == "encdec":
-                    # M(E, D) = non_layer(enc rows, which hold one decoder layer) + E*enc + (D-1)*dec
-                    dec = results[f"{impl}/{prec}/dec"]
-                    m = run_point(fam, real, L, b, seq, impl, prec, "full")
-                    pred = (predict(res["non_layer"], feats) + L * predict(res["per_layer"], feats)
-                            + (L - 1) * predict(dec["per_layer"], feats))
-                else:
-                    m = run_point(fam, real, L, b, seq, impl, prec, head)
-                    pred = L * predict(res["per_layer"], feats) + predict(res["non_layer"], feats)
-                out.append({"model": real["name"], "impl": impl, "precision": prec, "b": b, "s": seq,
-                            "layers": L, "measured_activation_bytes": m["activation_bytes"],
-                            "fitted_bytes": int(round(pred)),
-                            "weight_copy_bytes": m["weight_copy_bytes"],
-                            "held_logits_bytes": m["held_logits_bytes"],
-                            "sdpa_backends": m["sdpa_backends"]})
-                log(f"  real {real['name']} {impl}/{prec} b={b} s={seq}: measured "
-                    f"{m['activation_bytes']} fitted {int(round(pred))}")
+    heads = fam.heads if fam.kind == "encoder" else fam.heads[:1]
+    points = [(i, p, h, b, s) for i in fam.impls for p in ("amp", "fp32", "bf16") for h in heads
+              for b, s in fam.real_points]
+    for impl, prec, head, b, s in points:
+        res = results[f"{impl}/{prec}/{head}"]
+        seq = s if fam.kind != "vision" else (s // 16) ** 2 + 1
+        L = real["L"]
+        feats = monomials(b, seq, seq, real)
+        if fam.kind == "encdec":
+            # M(E, D) = non_layer(enc rows, which hold one decoder layer) + E*enc + (D-1)*dec
+            dec = results[f"{impl}/{prec}/dec"]
+            m = run_point(fam, real, L, b, seq, impl, prec, "full")
+            pred = (predict(res["non_layer"], feats) + L * predict(res["per_layer"], feats)
+                    + (L - 1) * predict(dec["per_layer"], feats))
+        else:
+            m = run_point(fam, real, L, b, seq, impl, prec, head)
+            pred = L * predict(res["per_layer"], feats) + predict(res["non_layer"], feats)
+        out.append({"model": real["name"], "impl": impl, "precision": prec, "head": head,
+                    "b": b, "s": seq, "layers": L,
+                    "measured_activation_bytes": m["activation_bytes"],
+                    "fitted_bytes": int(round(pred)),
+                    "weight_copy_bytes": m["weight_copy_bytes"],
+                    "held_logits_bytes": m["held_logits_bytes"],
+                    "loss_transient_bytes": m["loss_transient_bytes"],
+                    "sdpa_backends": m["sdpa_backends"]})
+        log(f"  real {real['name']} {impl}/{prec}/{head} b={b} s={seq}: measured "
+            f"{m['activation_bytes']} fitted {int(round(pred))}")
     return out
 
 

@@ -17,6 +17,7 @@ to the ``(image/224)^2`` scaling the cost model uses at 160, 192, 256 and 320 px
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 from typing import Any, Callable
@@ -229,7 +230,7 @@ def main(argv: list[str]) -> None:
                          for b in pts)
             const = pts[2]["activation_bytes"] - 2 * per
             scaling = {}
-            for image in (160, 192, 256, 320):
+            for image in ((160, 192, 256, 320) if prec == "fp32" else ()):
                 p2 = run_point(name, 2, image, prec)["activation_bytes"]
                 p4 = run_point(name, 4, image, prec)["activation_bytes"]
                 per_i = (p4 - p2) // 2
@@ -269,6 +270,9 @@ def main(argv: list[str]) -> None:
         "image_size": 224,
         "models": out,
     }
+    path = H.HERE / "activations_cnn.json"
+    if argv and path.exists():  # a partial run updates the listed models only
+        payload["models"] = {**json.loads(path.read_text())["models"], **out}
     path = H.write_fixture("activations_cnn", payload)
     print(f"wrote {path.name}")
 

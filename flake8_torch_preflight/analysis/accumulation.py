@@ -1,0 +1,313 @@
+"""Loops that add up gradients over several backward() calls before one optimizer step.
+
+Two shapes, both read from the loop structure (helpers of the file included):
+
+* a **gated step** (``gated_accumulation``): the loop runs ``backward()`` every iteration, but
+  its optimizer step sits under ``if (i + 1) % N == 0`` (any ``%`` test, a flag computed from one,
+  or a counter the loop increments: ``if micro == N``), or after ``if i % N != 0: continue``;
+  no ungated step or ``zero_grad`` in the same loop, and the backward is not under the gate;
+* an **inner micro-batch loop** (``micro_batch_accumulation``): ``backward()`` runs in a loop over
+  micro-batches (``x.chunk(N)``, ``x.split(size)``, ``range(N)`` that fetches a batch with
+  ``next()`` or slices by the loop variable, or an iterable named for micro-batches) that never
+  steps or clears gradients, while the enclosing loop steps, or the function steps after it.
+
+Both give the backward calls that accumulate and N (None when only the iterable is known).
+``rescales_gradients`` recognises the other fix: gradients divided in place before the step.
+
+Name-based evidence: ``MICRO_BATCH_NAME`` recognises an inner loop as a micro-batch loop (a count
+has no binding to resolve); it never decides alone that gradients accumulate, the loop must
+still run backward() with the step outside it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterator, List, NamedTuple, Optional, Tuple
+
+from astroid import nodes
+
+from . import dataflow, gradients, infer, loops
+
+#: Loop counts and iterables named for gradient accumulation (``range(accum_steps)``,
+#: ``for mb in micro_batches``): only used to recognise an inner micro-batch loop.
+MICRO_BATCH_NAME = re.compile(
+    r"accum|micro|grad_?acc|update_?freq|(^|_)gas($|_)|chunks|sub_?batch|ubatch", re.IGNORECASE
+)
+
+#: Tensor methods and torch functions that cut a batch into micro-batches.
+SPLIT_METHODS = frozenset({"chunk", "split", "tensor_split"})
+
+#: Wrappers around an iterable that keep its items (``enumerate(x.chunk(4))``).
+ITERABLE_WRAPPERS = frozenset({"enumerate", "zip", "tqdm", "list", "iter", "tuple"})
+
+#: In-place tensor methods that rescale accumulated gradients before the step (``p.grad.div_(N)``).
+GRAD_RESCALE_METHODS = frozenset({"div_", "mul_"})
+
+#: torch functions that rescale a list of gradients in place.
+FOREACH_RESCALES = frozenset({"_foreach_div_", "_foreach_mul_"})
+
+#: How many helper levels of the file are searched for a step, zero_grad or backward.
+HELPER_DEPTH = 2
+
+
+class Accumulation(NamedTuple):
+    """Backward calls whose gradients are summed over ``text`` micro-batches before a step."""
+
+    backwards: List[nodes.Call]
+    divisor: Optional[nodes.NodeNG]  # N, when it is an expression of the file
+    text: str  # N as a message shows it: ``accum_steps``, ``len(micro_batches)``
+
+
+def gated_accumulation(loop: "loops.Loop") -> Optional[Accumulation]:
+    """The backward calls of ``loop`` that run every iteration while its step runs every N."""
+    calls = loops.loop_calls(loop, HELPER_DEPTH)
+    names = {infer.method_name(c) for c in calls}
+    if "backward" not in names or "step" not in names:
+        return None  # cheap syntactic check first
+    steps: List[Tuple[nodes.NodeNG, nodes.NodeNG]] = []
+    backwards: List[Tuple[nodes.Call, List[nodes.Call]]] = []
+    for anchor, kind, inner in _anchors(loop):
+        if kind == "backward":
+            if _backward_owned_by(anchor, loop):
+                backwards.append((anchor, inner))
+            continue
+        if loops.innermost(anchor) is not loop:
+            continue
+        gate = _gate(anchor, loop)
+        if gate is None:
+            return None  # gradients cleared, or a step taken, every iteration
+        if kind == "step":
+            steps.append(gate)
+    if not steps or not backwards or rescales_gradients(loop):
+        return None
+    gate_node, divisor = steps[0]
+    found = [call for anchor, inner in backwards if not _gated_by(anchor, gate_node) for call in inner]
+    return Accumulation(found, divisor, dataflow.binding_text(divisor)) if found else None
+
+
+def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
+    """The backward calls of an inner micro-batch ``loop`` whose step comes after it."""
+    calls = loops.loop_calls(loop, HELPER_DEPTH)
+    if not any(infer.method_name(c) == "backward" for c in calls):
+        return None
+    if any(gradients.stepped_optimizer(c) is not None or gradients.is_zero_grad(c) for c in calls):
+        return None  # this loop steps (or clears) itself
+    micro = _micro_batch_count(loop)
+    if micro is None or not _steps_after(loop):
+        return None
+    outer = loops.innermost(loop)
+    if rescales_gradients(loop) or rescales_gradients(outer if outer is not None else loop.scope()):
+        return None
+    found = [
+        call
+        for anchor, kind, inner in _anchors(loop)
+        if kind == "backward" and loops.innermost(anchor) is loop
+        for call in inner
+    ]
+    return Accumulation(found, micro[0], micro[1]) if found else None
+
+
+def _anchors(loop: "loops.Loop") -> Iterator[Tuple[nodes.Call, str, List[nodes.Call]]]:
+    """``(call in the loop, kind, backward calls)`` for each call lexically in ``loop`` that is
+    (or is a helper of the file making, outside its own loops) a step, a zero_grad or a backward."""
+    for stmt in loops.body_nodes(loop):
+        for call in infer.iter_calls(stmt):
+            if gradients.stepped_optimizer(call) is not None:
+                yield call, "step", []
+                continue
+            if gradients.is_zero_grad(call):
+                yield call, "zero_grad", []
+                continue
+            if gradients.is_tensor_backward(call):
+                yield call, "backward", [call]
+                continue
+            helper = loops.local_helper(call)
+            if helper is None:
+                continue
+            inner = [c for c in loops.calls_in(helper.body, HELPER_DEPTH - 1) if loops.innermost(c) is None]
+            if any(gradients.stepped_optimizer(c) is not None for c in inner):
+                yield call, "step", []
+            elif any(gradients.is_zero_grad(c) for c in inner):
+                yield call, "zero_grad", []
+            backs = [c for c in inner if gradients.is_tensor_backward(c)]
+            if backs:
+                yield call, "backward", backs
+
+
+def _backward_owned_by(anchor: nodes.Call, loop: "loops.Loop") -> bool:
+    """No loop between ``anchor`` and ``loop`` steps on its own (that loop owns the backward)."""
+    for inner in loops.enclosing_loops(anchor):
+        if inner is loop:
+            return True
+        if any(gradients.stepped_optimizer(c) is not None for c in loops.loop_calls(inner, HELPER_DEPTH)):
+            return False
+    return False
+
+
+def _gate(anchor: nodes.NodeNG, loop: "loops.Loop") -> Optional[Tuple[nodes.NodeNG, nodes.NodeNG]]:
+    """``(gating statement, N)`` when ``anchor`` runs only every N iterations of ``loop``."""
+    child = anchor
+    parent = anchor.parent
+    while parent is not None and parent is not loop:
+        if isinstance(parent, nodes.If) and (child in parent.body or child in parent.orelse):
+            divisor = _gate_divisor(parent.test, loop, 2)
+            if divisor is not None:
+                return parent, divisor
+        found = _continue_gate(parent, child, loop)
+        if found is not None:
+            return found
+        child, parent = parent, parent.parent
+    if parent is loop:
+        return _continue_gate(parent, child, loop)
+    return None
+
+
+def _continue_gate(
+    block: nodes.NodeNG, child: nodes.NodeNG, loop: "loops.Loop"
+) -> Optional[Tuple[nodes.NodeNG, nodes.NodeNG]]:
+    """``if i % N != 0: continue`` earlier in the same statement list as ``child``."""
+    for field in ("body", "orelse", "handlers", "finalbody"):
+        stmts = getattr(block, field, None)
+        if not isinstance(stmts, list) or child not in stmts:
+            continue
+        for stmt in stmts[: stmts.index(child)]:
+            if isinstance(stmt, nodes.If) and stmt.body and isinstance(stmt.body[-1], nodes.Continue):
+                divisor = _gate_divisor(stmt.test, loop, 2)
+                if divisor is not None:
+                    return stmt, divisor
+    return None
+
+
+def _gate_divisor(test: nodes.NodeNG, loop: "loops.Loop", depth: int) -> Optional[nodes.NodeNG]:
+    """N for a test that holds once every N iterations: a ``% N`` or a counter compared with N."""
+    for binop in test.nodes_of_class(nodes.BinOp):
+        if binop.op == "%" and not (isinstance(binop.left, nodes.Const) and isinstance(binop.left.value, str)):
+            return None if _trivial(binop.right) else binop.right
+    if isinstance(test, nodes.UnaryOp) and test.op == "not":
+        return _gate_divisor(test.operand, loop, depth)
+    if isinstance(test, (nodes.Name, nodes.Attribute)) and depth > 0:
+        values = dataflow.assigned_values(test)
+        if values and len(values) == 1:
+            return _gate_divisor(values[0], loop, depth - 1)
+        return None
+    if isinstance(test, nodes.Compare) and len(test.ops) == 1 and test.ops[0][0] in ("==", ">="):
+        left, right = test.left, test.ops[0][1]
+        for counter, divisor in ((left, right), (right, left)):
+            if _incremented_in(counter, loop) and not _trivial(divisor):
+                return divisor
+    return None
+
+
+def _incremented_in(counter: nodes.NodeNG, loop: "loops.Loop") -> bool:
+    if not isinstance(counter, (nodes.Name, nodes.Attribute)):
+        return False
+    text = dataflow.binding_text(counter)
+    for aug in loop.nodes_of_class(nodes.AugAssign):
+        if aug.op == "+=" and dataflow.binding_text(aug.target) == text:
+            return True
+    return False
+
+
+def _trivial(divisor: nodes.NodeNG) -> bool:
+    """N is a literal 1 (or a name only ever bound to one): no accumulation."""
+    values = [divisor]
+    if isinstance(divisor, nodes.Name):
+        values = dataflow.assigned_values(divisor) or [divisor]
+    return all(isinstance(v, nodes.Const) and isinstance(v.value, int) and v.value <= 1 for v in values)
+
+
+def _gated_by(node: nodes.NodeNG, gate: nodes.NodeNG) -> bool:
+    """``node`` runs under ``gate`` (inside the ``if``, or after the ``continue`` gate)."""
+    if gradients.inside(node, gate):
+        return True
+    if isinstance(gate, nodes.If) and gate.body and isinstance(gate.body[-1], nodes.Continue):
+        return bool(node.lineno and gate.lineno and node.lineno > gate.tolineno)
+    return False
+
+
+def _micro_batch_count(loop: nodes.For) -> Optional[Tuple[Optional[nodes.NodeNG], str]]:
+    """``(N, text)`` when ``loop`` iterates over micro-batches; N is None when only the iterable
+    is known (the text then reads ``len(...)``)."""
+    iterable = loop.iter
+    while isinstance(iterable, nodes.Call) and infer.call_name(iterable) in ITERABLE_WRAPPERS and iterable.args:
+        iterable = iterable.args[0]
+    name = infer.call_name(iterable)
+    if isinstance(iterable, nodes.Call) and name in SPLIT_METHODS:
+        count = None
+        if name == "chunk":
+            index = 0 if isinstance(iterable.func, nodes.Attribute) and not _is_torch_module(iterable.func.expr) else 1
+            count = iterable.args[index] if len(iterable.args) > index else None
+        if count is not None:
+            return count, dataflow.binding_text(count)
+        return None, "len({})".format(iterable.as_string())
+    if isinstance(iterable, nodes.Call) and name == "range" and infer.qname(iterable.func) == "builtins.range":
+        args = iterable.args
+        count = args[0] if len(args) == 1 else args[1] if len(args) == 2 else None
+        named = count is not None and MICRO_BATCH_NAME.search(dataflow.binding_text(count)) is not None
+        if named or _fetches_batches(loop):
+            if count is not None and not _trivial(count):
+                return count, dataflow.binding_text(count)
+            if count is None:
+                return None, "len({})".format(iterable.as_string())
+        return None
+    if isinstance(iterable, (nodes.Name, nodes.Attribute)):
+        terminal = dataflow.terminal_name(iterable)
+        if terminal is not None and MICRO_BATCH_NAME.search(terminal):
+            return iterable, "len({})".format(iterable.as_string())
+    return None
+
+
+def _is_torch_module(expr: nodes.NodeNG) -> bool:
+    return infer.qname(expr) == "torch"
+
+
+def _fetches_batches(loop: nodes.For) -> bool:
+    """The loop body pulls a batch with ``next()`` or slices a batch with the loop variable."""
+    for call in loops.loop_calls(loop, 1):
+        if infer.call_name(call) == "next" and isinstance(call.func, nodes.Name):
+            return True
+    targets = {t.name for t in loop.target.nodes_of_class(nodes.AssignName)}
+    for sub in loop.nodes_of_class(nodes.Subscript):
+        if isinstance(sub.slice, nodes.Slice) and any(n.name in targets for n in sub.slice.nodes_of_class(nodes.Name)):
+            return True
+    return False
+
+
+def _steps_after(loop: nodes.For) -> bool:
+    """The optimizer steps once per pass of the enclosing loop, or after ``loop`` in its function."""
+    outer = loops.innermost(loop)
+    if outer is not None:
+        return any(kind == "step" and loops.innermost(a) is outer for a, kind, _ in _anchors(outer))
+    scope = loop.scope()
+    body = scope.body if isinstance(scope, (nodes.FunctionDef, nodes.Module)) else []
+    end = loop.tolineno or 0
+    for stmt in body:
+        for call in loops.calls_in([stmt], HELPER_DEPTH):
+            after = (call.lineno or 0) > end and not gradients.inside(call, loop)
+            if after and gradients.stepped_optimizer(call) is not None:
+                return True
+    return False
+
+
+def rescales_gradients(scope: nodes.NodeNG) -> bool:
+    """Gradients divided in place before the step: ``p.grad /= N``, ``p.grad.div_(N)``,
+    ``torch._foreach_div_(grads, N)``."""
+    if isinstance(scope, (nodes.For, nodes.While)):
+        calls = loops.loop_calls(scope, HELPER_DEPTH)
+    else:
+        calls = list(infer.iter_calls(scope))
+    for call in calls:
+        method = infer.method_name(call)
+        if method in GRAD_RESCALE_METHODS and _is_grad(call.func.expr):  # type: ignore[union-attr]
+            return True
+        if infer.call_name(call) in FOREACH_RESCALES:
+            return True
+    for aug in scope.nodes_of_class(nodes.AugAssign):
+        if aug.op in ("/=", "*=") and _is_grad(aug.target):
+            return True
+    return False
+
+
+def _is_grad(expr: nodes.NodeNG) -> bool:
+    while isinstance(expr, nodes.Attribute) and expr.attrname == "data":
+        expr = expr.expr
+    return isinstance(expr, (nodes.Attribute, nodes.AssignAttr)) and expr.attrname == "grad"

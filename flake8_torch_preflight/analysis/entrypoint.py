@@ -1,0 +1,97 @@
+"""What a script does when it is run: the calls its module-level code makes, in order.
+
+A file runs its module-level statements (``if __name__ == "__main__":``
+bodies included) when executed.  ``run_calls`` lists the calls those
+statements make in evaluation order, with the functions and methods of the
+file they call expanded where they are first called (each once), and the
+``__init__`` of classes of the file expanded where they are instantiated.
+A module that only defines functions and classes makes no module-level call:
+it is not a run.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Set
+
+from astroid import nodes
+
+from . import infer, loops
+from .modes import calls_in_order
+from .torch_names import MODULE_BASES
+
+#: How deep helper functions are expanded (main -> train -> train_epoch -> step).
+HELPER_DEPTH = 5
+
+#: Calls that show a script trains (rather than only evaluates or converts).
+TRAINING_METHODS = frozenset({"backward"})
+TRAINING_CALLS = frozenset({"fit"})
+
+
+def is_main_guard(node: nodes.NodeNG) -> bool:
+    """``if __name__ == "__main__":`` (either operand order)."""
+    if not isinstance(node, nodes.If) or not isinstance(node.test, nodes.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or test.ops[0][0] != "==":
+        return False
+    sides = [test.left, test.ops[0][1]]
+    names = [s for s in sides if isinstance(s, nodes.Name) and s.name == "__name__"]
+    consts = [s for s in sides if isinstance(s, nodes.Const) and s.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def run_calls(module: nodes.Module, helper_depth: int = HELPER_DEPTH) -> List[nodes.Call]:
+    """Calls the module's top-level code makes when run, helpers of the file expanded in place."""
+    found: List[nodes.Call] = []
+    expanded: Set[int] = set()
+
+    def visit(statements: List[nodes.NodeNG], depth: int) -> None:
+        for statement in statements:
+            if isinstance(statement, (nodes.FunctionDef, nodes.ClassDef)):
+                continue
+            for call in calls_in_order(statement):
+                found.append(call)
+                if depth <= 0:
+                    continue
+                body = _callee_body(call)
+                if body is not None and id(body) not in expanded:
+                    expanded.add(id(body))
+                    visit(body.body, depth - 1)
+
+    visit(list(module.body), helper_depth)
+    return found
+
+
+def _callee_body(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The file's function ``call`` runs: a helper, a method, or the ``__init__`` of a class it builds."""
+    helper = loops.local_helper(call)
+    if helper is not None:
+        return helper
+    klass = constructed_local_class(call)
+    if klass is None:
+        return None
+    init = klass.locals.get("__init__")
+    if init and isinstance(init[0], nodes.FunctionDef):
+        return init[0]
+    return None
+
+
+def constructed_local_class(call: nodes.Call) -> Optional[nodes.ClassDef]:
+    """The class of the checked file that ``call`` instantiates, or None."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return None
+    value = infer.safe_infer(call.func)
+    if isinstance(value, nodes.ClassDef) and value.root() is call.root():
+        return value
+    return None
+
+
+def trains(calls: List[nodes.Call]) -> bool:
+    """The run reaches a training step: ``loss.backward()``, ``trainer.fit(...)``, or ``trainer.train()``
+    on something that is not a module (``model.train()`` only switches a module's mode)."""
+    for call in calls:
+        if infer.method_name(call) in TRAINING_METHODS or infer.call_name(call) in TRAINING_CALLS:
+            return True
+        if infer.method_name(call) == "train" and not call.args and not call.keywords:
+            if not infer.is_instance_of(call.func.expr, MODULE_BASES):  # type: ignore[union-attr]
+                return True
+    return False

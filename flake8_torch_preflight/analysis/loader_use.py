@@ -1,0 +1,337 @@
+"""Where a value built by a call (a DataLoader) goes: training loops, evaluation loops, Accelerate.
+
+``uses_of(call)`` follows the value through assignments (names and ``self.attr``), arguments of
+helper functions of the file (to the parameter's uses), ``return`` (to the function's call
+sites), ``iter()``/``next()``, and wrappers in a ``for`` header (``enumerate(loader)``,
+``tqdm(loader)``).  A loop that iterates it is a **training loop** when one iteration runs a
+backward (``loops.loop_calls``, helpers included).  ``prepare()``/``setup_dataloaders()``
+(Accelerate, Lightning Fabric) mark it as handed to a framework that re-shards it.
+
+``epoch_loops(loop)`` gives the loops that run a training loop again (enclosing loops, or loops
+around an in-file call of its function); ``rank_zero_only(node)`` tells whether a node runs only
+on the main process (``if rank == 0:``, ``if dist.get_rank() == 0``, ``if is_main_process():``),
+which is read from names: the rank is an integer with no binding to resolve.
+
+Samplers: ``plain_sampler`` names a resolved torch sampler that is not distributed,
+``may_be_iterable_dataset`` tells datasets that shard themselves, and ``may_set_epoch`` /
+``set_before_epoch_loop`` decide whether a ``set_epoch`` call can reach a given sampler each epoch.
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Set, Tuple
+
+from astroid import nodes
+from astroid.exceptions import AstroidError
+
+from . import dataflow, infer, loops
+from .torch_names import DATALOADERS
+
+#: Calls that hand a DataLoader to a framework that replaces its sampler per rank.
+PREPARE_CALLS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
+
+#: Calls that keep yielding the items of their first argument (``enumerate(loader)``).
+ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "tqdm", "islice", "cycle", "chain", "list"})
+
+#: The distributed sampler (subclasses count).
+DISTRIBUTED_SAMPLERS = frozenset({"torch.utils.data.DistributedSampler"})
+
+#: Base of every sampler; a resolved torch sampler outside DISTRIBUTED_SAMPLERS gives every rank
+#: the same indices.
+SAMPLER_BASES = frozenset({"torch.utils.data.Sampler"})
+
+#: Datasets that produce their own stream (and must shard themselves by rank).
+ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset"})
+
+#: Receiver attributes through which a loader's sampler is reached (``loader.sampler.set_epoch``).
+SAMPLER_ATTRIBUTES = frozenset({"sampler", "batch_sampler"})
+
+#: How many hops (assignments, helper parameters, returns) a value is followed.
+MAX_DEPTH = 4
+
+#: Names of main-process checks (``accelerator.is_main_process``, ``is_master()``).
+MAIN_PROCESS_NAME = re.compile(
+    r"(^|_)(is_)?(main_process|master|main|rank_?zero|local_main_process)(_process)?$", re.IGNORECASE
+)
+
+#: Names holding a process rank (``rank``, ``local_rank``, ``args.global_rank``, ``dist.get_rank()``).
+RANK_NAME = re.compile(r"rank", re.IGNORECASE)
+
+
+class Uses:
+    """What ``uses_of`` found for one value."""
+
+    def __init__(self) -> None:
+        self.training_loops: List[loops.Loop] = []
+        self.other_loops: List[loops.Loop] = []
+        #: For each training loop, the in-file calls the value was passed through to reach it.
+        self.routes: List[Tuple[nodes.Call, ...]] = []
+        self.prepared = False
+        self.bindings: List[nodes.NodeNG] = []  # names / self.attrs the value was bound to
+
+
+def uses_of(value: nodes.NodeNG, depth: int = MAX_DEPTH) -> Uses:
+    uses = Uses()
+    _flow(value, depth, uses, set(), ())
+    return uses
+
+
+def _flow(expr: nodes.NodeNG, depth: int, uses: Uses, seen: Set[int], via: Tuple[nodes.Call, ...]) -> None:
+    if id(expr) in seen or depth < 0:
+        return
+    seen.add(id(expr))
+    child = expr
+    parent = expr.parent
+    # Climb through call arguments (wrappers) while looking for a ``for`` header.
+    while parent is not None:
+        if isinstance(parent, (nodes.For, nodes.Comprehension)) and child is parent.iter:
+            if isinstance(parent, nodes.For):
+                _classify(parent, uses, via)
+            return
+        if isinstance(parent, nodes.Keyword):
+            child, parent = parent, parent.parent
+            continue
+        if isinstance(parent, nodes.Call) and child is not parent.func:
+            name = infer.call_name(parent)
+            if name in PREPARE_CALLS:
+                uses.prepared = True
+                return
+            if name == "next" and isinstance(parent.func, nodes.Name):
+                loop = loops.innermost(parent)
+                if loop is not None:
+                    _classify(loop, uses, via)
+                return
+            if name == "iter" and isinstance(parent.func, nodes.Name):
+                _flow(parent, depth, uses, seen, via)
+                return
+            helper = loops.local_helper(parent)
+            if helper is not None:
+                param = _parameter_for(parent, child, helper)
+                if param is not None:
+                    for use in _name_uses(param):
+                        _flow(use, depth - 1, uses, seen, via + (parent,))
+                return
+            if name not in ITERATION_WRAPPERS:
+                return  # len(loader), print(loader), a library call: not an iteration
+            child, parent = parent, parent.parent  # a wrapper: enumerate(loader), tqdm(loader)
+            continue
+        break
+    if child is not expr and not (isinstance(parent, (nodes.Assign, nodes.Return))):
+        return
+    if isinstance(parent, nodes.Assign) and child is parent.value:
+        for target in parent.targets:
+            if isinstance(target, nodes.AssignName):
+                uses.bindings.append(target)
+                for use in _name_uses(target):
+                    _flow(use, depth - 1, uses, seen, via)
+            elif isinstance(target, nodes.AssignAttr) and dataflow.binding_text(target.expr) == "self":
+                uses.bindings.append(target)
+                for use in _self_attr_uses(target):
+                    _flow(use, depth - 1, uses, seen, via)
+    elif isinstance(parent, nodes.Return):
+        func = parent.scope()
+        if isinstance(func, nodes.FunctionDef):
+            for site in call_sites(func):
+                _flow(site, depth - 1, uses, seen, via)
+
+
+def _classify(loop: "loops.Loop", uses: Uses, via: Tuple[nodes.Call, ...]) -> None:
+    if any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
+        uses.training_loops.append(loop)
+        uses.routes.append(via)
+    else:
+        uses.other_loops.append(loop)
+
+
+def _parameter_for(call: nodes.Call, arg: nodes.NodeNG, func: nodes.FunctionDef) -> Optional[nodes.AssignName]:
+    params = list(func.args.posonlyargs or []) + list(func.args.args or [])
+    if func.is_method() and isinstance(call.func, nodes.Attribute) and params:
+        params = params[1:]  # bound method: ``self`` is not in the call
+    if isinstance(arg, nodes.Keyword):
+        for p in params + list(func.args.kwonlyargs or []):
+            if p.name == arg.arg:
+                return p  # type: ignore[no-any-return]
+        return None
+    if arg in call.args:
+        index = call.args.index(arg)
+        if any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]) or index >= len(params):
+            return None
+        return params[index]  # type: ignore[no-any-return]
+    return None
+
+
+def _name_uses(binding: nodes.AssignName) -> List[nodes.Name]:
+    """Name nodes whose lookup reaches ``binding``."""
+    scope = binding.scope()
+    found: List[nodes.Name] = []
+    for name in scope.nodes_of_class(nodes.Name):
+        if name.name != binding.name:
+            continue
+        try:
+            _, bindings = name.lookup(name.name)
+        except (AstroidError, RecursionError):
+            continue
+        if any(b is binding for b in bindings):
+            found.append(name)
+    return found
+
+
+def _self_attr_uses(target: nodes.AssignAttr) -> List[nodes.Attribute]:
+    klass = target.scope().parent.frame() if target.scope().parent is not None else None
+    if not isinstance(klass, nodes.ClassDef):
+        return []
+    return [
+        attr
+        for attr in klass.nodes_of_class(nodes.Attribute)
+        if attr.attrname == target.attrname and isinstance(attr.expr, nodes.Name) and attr.expr.name == "self"
+    ]
+
+
+def call_sites(func: nodes.FunctionDef) -> List[nodes.Call]:
+    """Calls in the file that resolve to ``func`` (``train(...)``, ``self.train(...)``)."""
+    return [
+        call
+        for call in func.root().nodes_of_class(nodes.Call)
+        if infer.call_name(call) == func.name and loops.local_helper(call) is func
+    ]
+
+
+def epoch_loops(loop: "loops.Loop", via: Tuple[nodes.Call, ...] = (), depth: int = 2) -> List["loops.Loop"]:
+    """Loops that run ``loop`` again: around it, around the calls ``via`` which the value was
+    passed through, or (with no route) around an in-file call of its function."""
+    outer = list(loops.enclosing_loops(loop))
+    for site in via:
+        outer.extend(loops.enclosing_loops(site))
+    if outer or via or depth <= 0:
+        return outer
+    func = loop.scope()
+    if not isinstance(func, nodes.FunctionDef):
+        return []
+    found: List[loops.Loop] = []
+    for site in call_sites(func):
+        around = loops.enclosing_loops(site)
+        if around:
+            found.extend(around)
+        else:
+            caller = site.scope()
+            if isinstance(caller, nodes.FunctionDef) and caller is not func:
+                found.extend(_function_epoch_loops(caller, depth - 1))
+    return found
+
+
+def _function_epoch_loops(func: nodes.FunctionDef, depth: int) -> List["loops.Loop"]:
+    if depth <= 0:
+        return []
+    found: List[loops.Loop] = []
+    for site in call_sites(func):
+        found.extend(loops.enclosing_loops(site))
+    return found
+
+
+def rank_zero_only(node: nodes.NodeNG) -> bool:
+    """``node`` runs under ``if rank == 0:`` (or a main-process check) in its function."""
+    child = node
+    parent = node.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.ClassDef, nodes.Module)):
+        if isinstance(parent, nodes.If) and child in parent.body and _rank_zero_test(parent.test):
+            return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _rank_zero_test(test: nodes.NodeNG) -> bool:
+    if isinstance(test, nodes.BoolOp) and test.op == "and":
+        return any(_rank_zero_test(v) for v in test.values)
+    if isinstance(test, nodes.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0]
+        left = test.left
+        if op == "==":
+            for side, other in ((left, right), (right, left)):
+                if _mentions_rank(side) and isinstance(other, nodes.Const) and other.value == 0:
+                    return True
+        if op == "in" and _mentions_rank(left) and isinstance(right, (nodes.List, nodes.Tuple, nodes.Set)):
+            return all(isinstance(e, nodes.Const) and e.value in (0, -1) for e in right.elts)
+        return False
+    target = test.func if isinstance(test, nodes.Call) else test
+    name = dataflow.terminal_name(target)
+    return name is not None and MAIN_PROCESS_NAME.search(name) is not None
+
+
+def _mentions_rank(expr: nodes.NodeNG) -> bool:
+    target = expr.func if isinstance(expr, nodes.Call) else expr
+    name = dataflow.terminal_name(target)
+    return name is not None and RANK_NAME.search(name) is not None
+
+
+def plain_sampler(sampler: nodes.NodeNG) -> Optional[str]:
+    """The class name when every value ``sampler`` may hold is a torch sampler that is not
+    distributed (or None); None when any may be distributed or cannot be resolved."""
+    values: List[nodes.NodeNG] = [sampler]
+    if isinstance(sampler, (nodes.Name, nodes.Attribute)):
+        values = dataflow.assigned_values(sampler) or []
+    expanded: List[nodes.NodeNG] = []
+    for value in values:
+        expanded.extend([value.body, value.orelse] if isinstance(value, nodes.IfExp) else [value])
+    names = []
+    for value in expanded:
+        if _is_none(value):
+            continue
+        if not isinstance(value, nodes.Call):
+            return None
+        klass = infer.safe_infer(value.func)
+        if not isinstance(klass, nodes.ClassDef) or not infer.class_is_subclass_of(klass, SAMPLER_BASES):
+            return None
+        if infer.class_is_subclass_of(klass, DISTRIBUTED_SAMPLERS) or not klass.qname().startswith("torch."):
+            return None
+        names.append(klass.name)
+    return names[0] if names else None
+
+
+def may_be_iterable_dataset(dataset: nodes.NodeNG, trust_map_style: bool) -> bool:
+    """The dataset is (or, unresolved and not shuffled, may be) an IterableDataset."""
+    klass = infer.instance_class(dataset)
+    if klass is not None:
+        return infer.class_is_subclass_of(klass, ITERABLE_DATASETS)
+    value = infer.safe_infer(dataset)
+    if value is not None:
+        return False  # a list, a tuple: map-style
+    return not trust_map_style  # shuffle=True only works on map-style datasets
+
+
+def may_set_epoch(setter: nodes.Call, sampler: nodes.Call, loaders: List[nodes.Call]) -> bool:
+    """``setter`` (a ``.set_epoch`` call) may reach ``sampler``: its receiver is bound to it, to a
+    loader built with it (``loader.set_epoch``, ``loader.sampler.set_epoch``), or cannot be told
+    apart from it (a parameter, an opaque value, a DistributedSampler from a call site)."""
+    receiver = setter.func.expr  # type: ignore[union-attr]
+    direct = bound_among(receiver, [sampler] + loaders)
+    if direct is not None:
+        return direct
+    if isinstance(receiver, nodes.Attribute) and receiver.attrname in SAMPLER_ATTRIBUTES:
+        inner = receiver.expr  # loader.sampler, loader.batch_sampler.sampler
+        while isinstance(inner, nodes.Attribute) and inner.attrname in SAMPLER_ATTRIBUTES:
+            inner = inner.expr
+        via_loader = bound_among(inner, loaders)
+        return True if via_loader is None else via_loader
+    value = infer.safe_infer(receiver)
+    return value is None or infer.is_instance_of(receiver, DISTRIBUTED_SAMPLERS | DATALOADERS)
+
+
+def bound_among(expr: nodes.NodeNG, targets: List[nodes.Call]) -> Optional[bool]:
+    """Whether ``expr`` is bound (only) to calls among ``targets``; None when not bound to calls."""
+    if not isinstance(expr, (nodes.Name, nodes.Attribute)):
+        return None
+    values = dataflow.assigned_values(expr)
+    if not values or not all(isinstance(v, nodes.Call) for v in values):
+        return None
+    return any(v is t for v in values for t in targets)
+
+
+def set_before_epoch_loop(setter: nodes.Call, epoch_loops: List["loops.Loop"]) -> bool:
+    """``set_epoch`` called once, outside any loop, in the function that runs the epoch loop."""
+    if loops.enclosing_loops(setter):
+        return False
+    return any(setter.scope() is loop.scope() for loop in epoch_loops)
+
+
+def _is_none(expr: nodes.NodeNG) -> bool:
+    return isinstance(expr, nodes.Const) and expr.value is None

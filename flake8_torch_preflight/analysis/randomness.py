@@ -1,0 +1,316 @@
+"""Random-number generators a call draws from or seeds: torch, NumPy's global generator, ``random``.
+
+``effect(call)`` says what one call does to a run's random state (used by
+TP009):
+
+* ``DRAW`` from a generator: torch's default one (``torch.randn``, in-place
+  ``Tensor.normal_``, random ``nn.init`` functions, ``random_split``, random
+  samplers, ``DataLoader(shuffle=True)``, and building a layer whose weights
+  are randomly initialised), NumPy's global one (``np.random.*``), the
+  ``random`` module's, or a separate generator built without a seed
+  (``np.random.default_rng()``, ``random.Random()``).  A draw given
+  ``generator=`` uses its own generator and is not counted;
+* ``SEED`` of some generators: ``torch.manual_seed``, ``np.random.seed``,
+  ``random.seed`` with a seed argument (a bare ``seed()`` reseeds from the
+  OS), a function of another readable module that calls them, and, for code
+  that is never read, the name-based fallback below;
+* ``INTENT``: ``torch.cuda.manual_seed*``, which seeds only the CUDA
+  generators (not the CPU one that initialises weights).
+
+NumPy and third-party names are resolved through the file's imports only
+(``infer.dotted_name``), never read.  Name-based fallback (documented because
+it trusts names): a library or unreadable function whose name contains
+``seed`` (``seed_everything``, ``transformers.set_seed``,
+``accelerate.utils.set_seed``, ``utils.init_seeds``) or that is handed a seed
+(``seed=...``, ``setup(args.seed)``), and building a Hugging Face / TRL
+``Trainer`` (it seeds in its constructor), are taken to seed every generator,
+so that doubt means silence.  Functions of the checked file return None here:
+the caller expands them and classifies their own calls.
+"""
+from __future__ import annotations
+
+from typing import FrozenSet, NamedTuple, Optional, Set
+
+from astroid import nodes
+
+from . import dataflow, entrypoint, infer
+
+#: The process-wide generators a seed can reach.
+TORCH, NUMPY, RANDOM = "torch", "numpy", "random"
+#: Separate generators built without a seed: no global seed reaches them.
+NUMPY_RNG, RANDOM_INSTANCE = "numpy-rng", "random-instance"
+ALL_GENERATORS = frozenset({TORCH, NUMPY, RANDOM})
+
+#: torch functions that draw from the default generator.
+TORCH_RANDOM_FUNCTIONS = frozenset(
+    {
+        "torch.rand",
+        "torch.randn",
+        "torch.randint",
+        "torch.randperm",
+        "torch.rand_like",
+        "torch.randn_like",
+        "torch.randint_like",
+        "torch.normal",
+        "torch.bernoulli",
+        "torch.multinomial",
+        "torch.utils.data.random_split",
+        "torch.nn.init.normal_",
+        "torch.nn.init.uniform_",
+        "torch.nn.init.xavier_uniform_",
+        "torch.nn.init.xavier_normal_",
+        "torch.nn.init.kaiming_uniform_",
+        "torch.nn.init.kaiming_normal_",
+        "torch.nn.init.trunc_normal_",
+        "torch.nn.init.orthogonal_",
+    }
+)
+
+#: In-place Tensor methods that fill a tensor with random numbers.
+TORCH_RANDOM_METHODS = frozenset(
+    {
+        "torch.Tensor.uniform_",
+        "torch.Tensor.normal_",
+        "torch.Tensor.random_",
+        "torch.Tensor.bernoulli_",
+        "torch.Tensor.exponential_",
+        "torch.Tensor.geometric_",
+        "torch.Tensor.cauchy_",
+        "torch.Tensor.log_normal_",
+    }
+)
+
+#: Samplers that draw an order from torch's generator when iterated.
+TORCH_RANDOM_SAMPLERS = frozenset(
+    {
+        "torch.utils.data.RandomSampler",
+        "torch.utils.data.SubsetRandomSampler",
+        "torch.utils.data.WeightedRandomSampler",
+    }
+)
+
+#: Layers whose constructor initialises weights from torch's generator.
+RANDOM_INIT_LAYERS = frozenset(
+    {
+        "torch.nn.Linear",
+        "torch.nn.Bilinear",
+        "torch.nn.Conv1d",
+        "torch.nn.Conv2d",
+        "torch.nn.Conv3d",
+        "torch.nn.ConvTranspose1d",
+        "torch.nn.ConvTranspose2d",
+        "torch.nn.ConvTranspose3d",
+        "torch.nn.Embedding",
+        "torch.nn.EmbeddingBag",
+        "torch.nn.RNN",
+        "torch.nn.LSTM",
+        "torch.nn.GRU",
+        "torch.nn.MultiheadAttention",
+        "torch.nn.TransformerEncoderLayer",
+        "torch.nn.TransformerDecoderLayer",
+        "torch.nn.Transformer",
+    }
+)
+
+#: Classes above: a call of one of their instances draws nothing (``layer(x)`` is not ``nn.Linear(...)``).
+TORCH_CLASSES = RANDOM_INIT_LAYERS | TORCH_RANDOM_SAMPLERS | frozenset({"torch.utils.data.DataLoader"})
+
+#: Seeders of torch's default (CPU and CUDA) generators.
+TORCH_SEEDERS = frozenset({"torch.manual_seed"})
+
+#: Seed only the CUDA generators: intent, not a seed of the generator that initialises weights.
+TORCH_CUDA_SEEDERS = frozenset({"torch.cuda.manual_seed", "torch.cuda.manual_seed_all"})
+
+#: NumPy's global generator: draws (resolved through the imports, never read) and its seeder.
+NUMPY_DRAWS = frozenset(
+    "numpy.random." + name
+    for name in (
+        "rand randn randint random random_sample ranf sample choice shuffle permutation normal uniform "
+        "standard_normal binomial poisson beta gamma exponential multinomial multivariate_normal dirichlet "
+        "lognormal laplace logistic geometric bytes"
+    ).split()
+)
+NUMPY_SEEDERS = frozenset({"numpy.random.seed"})
+#: Constructors of independent NumPy generators: unseeded without a seed argument.
+NUMPY_GENERATORS = frozenset({"numpy.random.default_rng", "numpy.random.RandomState"})
+
+#: The ``random`` module's shared generator: draws and seeder.
+RANDOM_DRAWS = frozenset(
+    "random." + name
+    for name in (
+        "random randint randrange choice choices shuffle sample uniform gauss normalvariate betavariate "
+        "expovariate triangular getrandbits lognormvariate vonmisesvariate paretovariate weibullvariate "
+        "gammavariate"
+    ).split()
+)
+RANDOM_SEEDERS = frozenset({"random.seed"})
+RANDOM_GENERATORS = frozenset({"random.Random"})
+
+#: Third-party packages whose ``...Trainer`` classes seed every generator when built.
+SEEDING_TRAINER_PACKAGES = frozenset({"transformers", "trl"})
+
+#: Modules whose functions are classified above (a ``seed`` in their names is not a helper).
+_CLASSIFIED_ROOTS = frozenset({"torch", "numpy", "random"})
+
+#: Kinds of effect.
+SEED, INTENT, DRAW = "seed", "intent", "draw"
+
+
+class Effect(NamedTuple):
+    """What a call does to the run's random state."""
+
+    kind: str  # SEED, INTENT (a CUDA-only seed) or DRAW
+    generators: FrozenSet[str]
+    label: str = ""
+
+
+def _seed(*generators: str) -> Effect:
+    return Effect(SEED, frozenset(generators))
+
+
+def _draw(generator: str, label: str) -> Effect:
+    return Effect(DRAW, frozenset({generator}), label)
+
+
+def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
+    """What ``call`` does to the random state, or None (nothing, or a function of the checked file).
+
+    ``depth`` bounds how many functions of other readable modules are read for seeds.
+    """
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return None
+    qname = infer.callee_qname(call)
+    dotted = infer.dotted_name(call.func)
+    name = qname if qname is not None and qname.startswith("torch.") else dotted
+    if name is None:
+        return _unresolved(call) if qname is None else _local(call, qname, depth)
+    label = _label(call)
+    if name in TORCH_SEEDERS or name in NUMPY_SEEDERS or name in RANDOM_SEEDERS:
+        if not _has_seed_argument(call):
+            return None  # a bare seed() reseeds from the OS
+        return _seed(TORCH if name in TORCH_SEEDERS else NUMPY if name in NUMPY_SEEDERS else RANDOM)
+    if name in TORCH_CUDA_SEEDERS:
+        return Effect(INTENT, frozenset())
+    if _passes_generator(call):
+        return None  # its own generator
+    if name in TORCH_RANDOM_FUNCTIONS or name in TORCH_RANDOM_METHODS:
+        return _draw(TORCH, label)
+    if name in TORCH_CLASSES and not isinstance(infer.safe_infer(call.func), nodes.ClassDef):
+        return None  # calling an instance (``layer(x)``), not building one
+    if name in TORCH_RANDOM_SAMPLERS:
+        return _draw(TORCH, label)
+    if name in RANDOM_INIT_LAYERS:
+        return _draw(TORCH, "{} (its weight initialisation)".format(label))
+    if name == "torch.utils.data.DataLoader" and _keyword_is_true(call, "shuffle"):
+        return _draw(TORCH, "{}(shuffle=True)".format(call.func.as_string()))
+    if name in NUMPY_DRAWS:
+        return _draw(NUMPY, label)
+    if name in RANDOM_DRAWS:
+        return _draw(RANDOM, label)
+    if name in NUMPY_GENERATORS or name in RANDOM_GENERATORS:
+        if _has_seed_argument(call) or _seeded_later(call):
+            return None
+        return _draw(NUMPY_RNG if name in NUMPY_GENERATORS else RANDOM_INSTANCE, label)
+    return _third_party(call, name, depth)
+
+
+def _unresolved(call: nodes.Call) -> Optional[Effect]:
+    """Neither inferred nor imported: ``m.weight.data.normal_(0, 0.02)`` on a weight inference cannot follow."""
+    method = infer.method_name(call)
+    if method is not None and "torch.Tensor." + method in TORCH_RANDOM_METHODS and not _passes_generator(call):
+        return _draw(TORCH, _label(call))  # only tensors have these in-place random fills
+    return None
+
+
+def _local(call: nodes.Call, qname: str, depth: int) -> Optional[Effect]:
+    """A function or class of the file (expanded by the run), or of a readable module."""
+    klass = entrypoint.constructed_local_class(call)
+    if klass is not None:
+        if any(_is_seeding_trainer(infer.dotted_name(base)) for base in klass.bases):
+            return _seed(*ALL_GENERATORS)
+        return None
+    if qname.startswith(str(call.root().name) + "."):
+        return None  # a helper of the file: its own calls are classified where they run
+    if qname.split(".")[0].lstrip("_") in _CLASSIFIED_ROOTS | {"builtins"}:
+        return None  # ``rng.seed(5)`` on a random.Random: that instance only (see _seeded_later)
+    return _project_seeds(call, depth) or _seed_named(call, qname.rsplit(".", 1)[-1])
+
+
+def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
+    """Seeds made by a function of another readable module of the project (``utils.setup(cfg)``)."""
+    func = infer.function_def(call.func) if depth > 0 else None
+    if func is None or func.root() is call.root():
+        return None
+    seeded: Set[str] = set()
+    for inner in infer.iter_calls(func):
+        found = effect(inner, depth - 1)
+        if found is not None and found.kind == SEED:
+            seeded |= found.generators
+    return _seed(*seeded) if seeded else None
+
+
+def _third_party(call: nodes.Call, dotted: str, depth: int) -> Optional[Effect]:
+    """A name resolved through the imports: a project module (read for its seeds) or a library (not read)."""
+    if dotted.split(".")[0] in _CLASSIFIED_ROOTS:
+        return None
+    if _is_seeding_trainer(dotted):
+        return _seed(*ALL_GENERATORS)
+    return _project_seeds(call, depth) or _seed_named(call, dotted.rsplit(".", 1)[-1])
+
+
+def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:
+    """Name-based fallback for functions that are not read: one named ``*seed*``, or handed a seed
+    (``seed=...``, ``setup(args.seed)``), is taken to seed every generator."""
+    if "seed" in last.lower() or any("seed" in (kw.arg or "").lower() for kw in call.keywords or ()):
+        return _seed(*ALL_GENERATORS)
+    values = list(call.args) + [kw.value for kw in call.keywords or ()]
+    for value in values:
+        if isinstance(value, nodes.Starred):
+            value = value.value
+        name = dataflow.terminal_name(value)
+        if name is not None and "seed" in name.lower():
+            return _seed(*ALL_GENERATORS)
+    return None
+
+
+def _is_seeding_trainer(dotted: Optional[str]) -> bool:
+    return dotted is not None and dotted.split(".")[0] in SEEDING_TRAINER_PACKAGES and dotted.endswith("Trainer")
+
+
+def _has_seed_argument(call: nodes.Call) -> bool:
+    if call.args:
+        value: Optional[nodes.NodeNG] = call.args[0]
+    else:
+        value = next((k.value for k in call.keywords or () if k.arg in ("seed", "a")), None)
+    return value is not None and not (isinstance(value, nodes.Const) and value.value is None)
+
+
+def _seeded_later(call: nodes.Call) -> bool:
+    """``rng = random.Random()`` followed by ``rng.seed(s)`` in the same scope."""
+    parent = call.parent
+    if not isinstance(parent, nodes.Assign) or len(parent.targets) != 1:
+        return False
+    target = parent.targets[0]
+    if not isinstance(target, nodes.AssignName):
+        return False
+    for other in call.scope().nodes_of_class(nodes.Call):
+        func = other.func
+        if isinstance(func, nodes.Attribute) and func.attrname == "seed" and _has_seed_argument(other):
+            if isinstance(func.expr, nodes.Name) and func.expr.name == target.name:
+                return True
+    return False
+
+
+def _passes_generator(call: nodes.Call) -> bool:
+    return any(kw.arg == "generator" for kw in call.keywords or ())
+
+
+def _keyword_is_true(call: nodes.Call, name: str) -> bool:
+    for kw in call.keywords or ():
+        if kw.arg == name and isinstance(kw.value, nodes.Const) and kw.value.value is True:
+            return True
+    return False
+
+
+def _label(call: nodes.Call) -> str:
+    return "{}({})".format(call.func.as_string(), "..." if call.args or call.keywords else "")

@@ -1,0 +1,755 @@
+"""Plain Python values read out of the source: constants, arithmetic, argparse defaults, configs.
+
+``evaluate(expr, env)`` returns a ``Resolved`` (the value and the node it was written at, whose
+line is the value's source) or ``None`` when the value cannot be known without running the
+script.  It follows
+
+* literals, module-level and local names (every reaching assignment must agree), function
+  parameters through their in-file call sites (``infer.parameter_arguments``) and defaults;
+* ``+ - * / // % **``, unary minus, ``min``/``max``/``int``/``float``/``abs``/``len``, f-strings
+  and string concatenation, conditional expressions whose test is known;
+* ``args.batch_size`` where ``args`` comes from ``parser.parse_args()`` (or
+  ``parse_known_args()[0]``, or a local function returning either): the ``default=`` of the
+  matching ``add_argument`` (``type=`` applied to a string default, ``store_true`` = False),
+  overridden by ``set_defaults``; the value the script runs with when no flag is given;
+* ``cfg["k"]`` / ``cfg.get("k", d)`` on dict literals and ``dict(k=...)``;
+* ``cfg.k`` on an instance of an in-file (data)class: the keyword passed to the constructor,
+  else the field default or class attribute; ``Config.k`` on the class itself;
+* ``NAME`` imported from a sibling module the guard lets astroid read.
+
+Environment variables, files, ``input()`` and anything computed at run time are unknown.
+``env`` maps names (``"width"``, ``"self.width"``) to values an interpreter already bound
+(``param_count`` binds constructor parameters); its values may be any object, ``UNKNOWN``
+included, and are returned as they are.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from astroid import nodes
+from astroid.exceptions import AstroidError
+from astroid.manager import AstroidManager
+
+from . import dataflow, infer
+
+#: How deep name and attribute chains are followed before giving up.
+MAX_DEPTH = 12
+
+#: Largest exponent / repetition accepted in arithmetic (keeps ``2 ** 10**9`` out).
+MAX_POWER = 64
+
+#: Builtins evaluated on known arguments.
+_BUILTINS: Dict[str, Callable[..., Any]] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "round": round,
+    "len": len,
+}
+
+#: Methods that read an ``argparse`` namespace out of a parser.
+_PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
+
+#: argparse actions whose default is fixed by the action itself.
+_ACTION_DEFAULTS = {"store_true": False, "store_false": True}
+
+_BINOPS: Dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+}
+
+_COMPARE: Dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "is": operator.is_,
+    "is not": operator.is_not,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
+}
+
+
+class Unknown:
+    """A value bound in an environment that is known not to be knowable."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = Unknown()
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A value and the node that wrote it (``node.lineno`` is its source line)."""
+
+    value: Any
+    node: nodes.NodeNG
+
+    @property
+    def line(self) -> int:
+        return int(getattr(self.node, "lineno", None) or 1)
+
+
+Env = Mapping[str, Any]
+
+
+def evaluate(expr: Optional[nodes.NodeNG], env: Optional[Env] = None, depth: int = 0) -> Optional[Resolved]:
+    """The value of ``expr``, or None when it cannot be known statically."""
+    if expr is None or depth > MAX_DEPTH:
+        return None
+    env = env or {}
+    try:
+        return _evaluate(expr, env, depth)
+    except (AstroidError, RecursionError, ArithmeticError, TypeError, ValueError, OverflowError):
+        return None
+
+
+def value_of(expr: Optional[nodes.NodeNG], env: Optional[Env] = None) -> Any:
+    """``evaluate(...).value`` or ``UNKNOWN``."""
+    found = evaluate(expr, env)
+    return UNKNOWN if found is None else found.value
+
+
+def int_value(expr: Optional[nodes.NodeNG], env: Optional[Env] = None) -> Optional[Resolved]:
+    """A resolved ``int`` (not a bool), or None."""
+    found = evaluate(expr, env)
+    if found is None or isinstance(found.value, bool) or not isinstance(found.value, int):
+        return None
+    return found
+
+
+def str_value(expr: Optional[nodes.NodeNG], env: Optional[Env] = None) -> Optional[Resolved]:
+    found = evaluate(expr, env)
+    if found is None or not isinstance(found.value, str):
+        return None
+    return found
+
+
+def _known(value: Any) -> bool:
+    return not isinstance(value, Unknown)
+
+
+def _evaluate(expr: nodes.NodeNG, env: Env, depth: int) -> Optional[Resolved]:
+    if isinstance(expr, nodes.Const):
+        return Resolved(expr.value, expr)
+    if isinstance(expr, nodes.Name):
+        return _name(expr, env, depth)
+    if isinstance(expr, nodes.Attribute):
+        return _attribute(expr, env, depth)
+    if isinstance(expr, nodes.BinOp):
+        return _binop(expr, env, depth)
+    if isinstance(expr, nodes.UnaryOp):
+        operand = evaluate(expr.operand, env, depth + 1)
+        if operand is None:
+            return None
+        if expr.op == "-" and _number(operand.value):
+            return Resolved(-operand.value, expr)
+        if expr.op == "+" and _number(operand.value):
+            return operand
+        if expr.op == "not":
+            return Resolved(not operand.value, expr)
+        return None
+    if isinstance(expr, (nodes.Tuple, nodes.List)):
+        items = []
+        for elt in expr.elts:
+            if isinstance(elt, nodes.Starred):
+                return None
+            item = evaluate(elt, env, depth + 1)
+            if item is None:
+                return None
+            items.append(item.value)
+        return Resolved(tuple(items) if isinstance(expr, nodes.Tuple) else items, expr)
+    if isinstance(expr, nodes.Dict):
+        return _dict_literal(expr, env, depth)
+    if isinstance(expr, nodes.JoinedStr):
+        return _fstring(expr, env, depth)
+    if isinstance(expr, nodes.IfExp):
+        return _ifexp(expr, env, depth)
+    if isinstance(expr, nodes.BoolOp):
+        return _boolop(expr, env, depth)
+    if isinstance(expr, nodes.Compare):
+        return _compare(expr, env, depth)
+    if isinstance(expr, nodes.Subscript):
+        return _subscript(expr, env, depth)
+    if isinstance(expr, nodes.Call):
+        return _call(expr, env, depth)
+    return None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# ------------------------------------------------------------------------------------ names
+
+
+def _name(name: nodes.Name, env: Env, depth: int) -> Optional[Resolved]:
+    if name.name in env:
+        bound = env[name.name]
+        if isinstance(bound, Resolved):
+            return bound
+        return None if isinstance(bound, Unknown) else Resolved(bound, name)
+    if name.name in ("True", "False", "None"):
+        return Resolved({"True": True, "False": False, "None": None}[name.name], name)
+    try:
+        _, bindings = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return None
+    if not bindings or len(bindings) > dataflow.MAX_BINDINGS:
+        return None
+    found: Optional[Resolved] = None
+    for binding in bindings:
+        value = _binding_value(binding, name, env, depth)
+        if value is None:
+            return None
+        if found is not None and found.value != value.value:
+            return None
+        found = found or value
+    return found
+
+
+def _binding_value(binding: nodes.NodeNG, use: nodes.NodeNG, env: Env, depth: int) -> Optional[Resolved]:
+    same_scope = binding.scope() is use.scope()
+    scope_env = env if same_scope else {}
+    if isinstance(binding, nodes.AssignName):
+        parent = binding.parent
+        if isinstance(parent, nodes.Arguments):
+            return _parameter(use, depth) if isinstance(use, nodes.Name) else None
+        value = dataflow._value_of_binding(binding)
+        if value is not None:
+            return evaluate(value, scope_env, depth + 1)
+        if isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+            return _unpacked(binding, parent, scope_env, depth)
+        return None
+    if isinstance(binding, nodes.ImportFrom):
+        return _imported_constant(binding, use, depth)
+    return None
+
+
+def _parameter(use: nodes.Name, depth: int) -> Optional[Resolved]:
+    """A plain function's parameter: the value every in-file call site passes (defaults count)."""
+    arguments = infer.parameter_arguments(use)
+    if not arguments:
+        return None
+    found: Optional[Resolved] = None
+    for argument in arguments:
+        value = evaluate(argument, {}, depth + 1)
+        if value is None or (found is not None and found.value != value.value):
+            return None
+        found = found or value
+    return found
+
+
+def _unpacked(binding: nodes.AssignName, target: nodes.Tuple, env: Env, depth: int) -> Optional[Resolved]:
+    assign = target.parent
+    index = target.elts.index(binding)
+    value = assign.value
+    if isinstance(value, nodes.Tuple) and len(value.elts) == len(target.elts):
+        return evaluate(value.elts[index], env, depth + 1)
+    if index == 0 and isinstance(value, nodes.Call) and infer.method_name(value) == "parse_known_args":
+        return Resolved(_Namespace(value), value)
+    return None
+
+
+def _imported_constant(binding: nodes.ImportFrom, use: nodes.NodeNG, depth: int) -> Optional[Resolved]:
+    module = sibling_module(binding)
+    if module is None:
+        return None
+    for name, alias in binding.names:
+        if (alias or name) == getattr(use, "name", None):
+            try:
+                assigned = module.locals.get(name, [])
+            except AttributeError:
+                return None
+            if len(assigned) != 1:
+                return None
+            target = assigned[0]
+            if isinstance(target, nodes.AssignName):
+                value = dataflow._value_of_binding(target)
+                return None if value is None else evaluate(value, {}, depth + 1)
+    return None
+
+
+def sibling_module(binding: nodes.ImportFrom) -> Optional[nodes.Module]:
+    """The module a ``from X import ...`` of the checked file names, read next to that file.
+
+    The guard in ``brain`` still refuses torch and installed packages; only the user's own
+    modules (in the script's folder) are read, never executed.
+    """
+    root = binding.root()
+    context = getattr(root, "file", None)
+    if not context or binding.modname is None:
+        return None
+    name = binding.modname
+    try:
+        if binding.level:
+            name = root.relative_to_absolute_name(name, binding.level)
+        module = AstroidManager().ast_from_module_name(name, context_file=context)
+    except (AstroidError, RecursionError, ValueError, ImportError, OSError):
+        return None
+    return module if isinstance(module, nodes.Module) and module is not root else None
+
+
+# ------------------------------------------------------------------------------- attributes
+
+
+@dataclass(frozen=True)
+class _Namespace:
+    """An argparse namespace: the ``parse_args`` call that made it."""
+
+    call: nodes.Call
+
+
+@dataclass(frozen=True)
+class _Instance:
+    """An instance of an in-file class: the constructor call and the class."""
+
+    call: nodes.Call
+    cls: nodes.ClassDef
+
+
+def _attribute(attr: nodes.Attribute, env: Env, depth: int) -> Optional[Resolved]:
+    key = attr.as_string()
+    if key in env:
+        bound = env[key]
+        if isinstance(bound, Resolved):
+            return bound
+        return None if isinstance(bound, Unknown) else Resolved(bound, attr)
+    base = _base_object(attr.expr, env, depth)
+    if isinstance(base, _Namespace):
+        return _argparse_default(base.call, attr.attrname, depth)
+    if isinstance(base, _Instance):
+        return _instance_attribute(base, attr.attrname, depth)
+    if isinstance(base, nodes.ClassDef):
+        return _class_attribute(base, attr.attrname, depth)
+    if isinstance(base, nodes.Module):
+        assigned = base.locals.get(attr.attrname, [])
+        if len(assigned) == 1 and isinstance(assigned[0], nodes.AssignName):
+            value = dataflow._value_of_binding(assigned[0])
+            return None if value is None else evaluate(value, {}, depth + 1)
+    if isinstance(attr.expr, nodes.Name) and attr.expr.name == "self":
+        values = dataflow.assigned_values(attr)
+        if values and len(values) == 1:
+            return evaluate(values[0], {}, depth + 1)
+    return None
+
+
+def _base_object(expr: nodes.NodeNG, env: Env, depth: int) -> Any:
+    """What the receiver of an attribute read is: a namespace, an instance, a class, a module."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(expr, nodes.Name) and expr.name in env:
+        bound = env[expr.name]
+        return bound.value if isinstance(bound, Resolved) else bound
+    if isinstance(expr, nodes.Call):
+        return _call_object(expr, depth)
+    if isinstance(expr, nodes.Subscript):
+        if isinstance(expr.value, nodes.Call) and infer.method_name(expr.value) == "parse_known_args":
+            index = evaluate(expr.slice, env, depth + 1)
+            if index is not None and index.value == 0:
+                return _Namespace(expr.value)
+        return None
+    if not isinstance(expr, nodes.Name):
+        return None
+    try:
+        _, bindings = expr.lookup(expr.name)
+    except (AstroidError, RecursionError):
+        return None
+    found: Any = None
+    for binding in bindings:
+        obj: Any = None
+        if isinstance(binding, nodes.ClassDef):
+            obj = binding
+        elif isinstance(binding, nodes.AssignName):
+            value = dataflow._value_of_binding(binding)
+            if value is not None:
+                obj = _base_object(value, {}, depth + 1)
+            elif isinstance(binding.parent, nodes.Tuple):
+                resolved = _unpacked(binding, binding.parent, {}, depth) if isinstance(
+                    binding.parent.parent, nodes.Assign) else None
+                obj = resolved.value if resolved is not None else None
+            elif isinstance(binding.parent, nodes.Arguments):
+                arguments = infer.parameter_arguments(expr) or []
+                objs = [_base_object(a, {}, depth + 1) for a in arguments]
+                if objs and all(o is not None and o == objs[0] for o in objs):
+                    obj = objs[0]
+        elif isinstance(binding, nodes.Import):
+            obj = None
+        if obj is None or (found is not None and found != obj):
+            return None
+        found = obj
+    return found
+
+
+def _call_object(call: nodes.Call, depth: int) -> Any:
+    method = infer.method_name(call)
+    if method in _PARSE_METHODS:
+        return _Namespace(call) if method == "parse_args" else None
+    func = call.func
+    if isinstance(func, nodes.Name):
+        try:
+            _, bindings = func.lookup(func.name)
+        except (AstroidError, RecursionError):
+            return None
+        if len(bindings) != 1:
+            return None
+        target = bindings[0]
+        if isinstance(target, nodes.ClassDef):
+            return _Instance(call, target)
+        if isinstance(target, nodes.FunctionDef):
+            returns = [r.value for r in target.nodes_of_class(nodes.Return) if r.scope() is target]
+            objs = [_base_object(r, {}, depth + 1) if r is not None else None for r in returns]
+            if objs and all(o is not None and o == objs[0] for o in objs):
+                return objs[0]
+    return None
+
+
+def _argparse_default(parse_call: nodes.Call, dest: str, depth: int) -> Optional[Resolved]:
+    """The value ``args.<dest>`` has when the script runs without that flag."""
+    module = parse_call.root()
+    found: List[Resolved] = []
+    for call in module.nodes_of_class(nodes.Call):
+        method = infer.method_name(call)
+        if method == "set_defaults":
+            for kw in call.keywords or ():
+                if kw.arg == dest:
+                    value = evaluate(kw.value, {}, depth + 1)
+                    return value
+        if method != "add_argument" or _argument_dest(call) != dest:
+            continue
+        value = _add_argument_default(call, depth)
+        if value is None:
+            return None
+        found.append(value)
+    if not found or any(v.value != found[0].value for v in found[1:]):
+        return None
+    return found[0]
+
+
+def _argument_dest(call: nodes.Call) -> Optional[str]:
+    for kw in call.keywords or ():
+        if kw.arg == "dest":
+            return kw.value.value if isinstance(kw.value, nodes.Const) and isinstance(kw.value.value, str) else None
+    flags = [a.value for a in call.args if isinstance(a, nodes.Const) and isinstance(a.value, str)]
+    longs = [f for f in flags if f.startswith("--")]
+    if longs:
+        return str(longs[0][2:].replace("-", "_"))
+    if flags and not flags[0].startswith("-"):
+        return str(flags[0])
+    if flags:
+        return str(flags[0].lstrip("-").replace("-", "_"))
+    return None
+
+
+def _add_argument_default(call: nodes.Call, depth: int) -> Optional[Resolved]:
+    keywords = {kw.arg: kw.value for kw in call.keywords or () if kw.arg}
+    action = keywords.get("action")
+    action_name = action.value if isinstance(action, nodes.Const) else None
+    if "default" not in keywords:
+        if action_name in _ACTION_DEFAULTS:
+            return Resolved(_ACTION_DEFAULTS[action_name], call)
+        return None  # argparse gives None: the script must be told the value
+    value = evaluate(keywords["default"], {}, depth + 1)
+    if value is None:
+        return None
+    kind = keywords.get("type")
+    if isinstance(value.value, str) and isinstance(kind, nodes.Name) and kind.name in ("int", "float"):
+        convert = int if kind.name == "int" else float
+        return Resolved(convert(value.value), value.node)
+    return value
+
+
+def _instance_attribute(instance: _Instance, name: str, depth: int) -> Optional[Resolved]:
+    call, cls = instance.call, instance.cls
+    for kw in call.keywords or ():
+        if kw.arg == name:
+            return evaluate(kw.value, {}, depth + 1)
+        if kw.arg is None:
+            return None
+    fields = _dataclass_fields(cls)
+    if fields is not None:
+        if name in fields:
+            index = fields.index(name)
+            if any(isinstance(a, nodes.Starred) for a in call.args):
+                return None
+            if index < len(call.args):
+                return evaluate(call.args[index], {}, depth + 1)
+        elif call.args:
+            return None
+    elif call.args:
+        return None
+    return _class_attribute(cls, name, depth)
+
+
+def _dataclass_fields(cls: nodes.ClassDef) -> Optional[List[str]]:
+    """Field names of a ``@dataclass`` class in order, or None for other classes."""
+    decorators = cls.decorators.nodes if cls.decorators else []
+    is_dataclass = False
+    for decorator in decorators:
+        target = decorator.func if isinstance(decorator, nodes.Call) else decorator
+        name = target.attrname if isinstance(target, nodes.Attribute) else getattr(target, "name", None)
+        if name == "dataclass":
+            is_dataclass = True
+    if not is_dataclass:
+        return None
+    return [stmt.target.name for stmt in cls.body
+            if isinstance(stmt, nodes.AnnAssign) and isinstance(stmt.target, nodes.AssignName)]
+
+
+def _class_attribute(cls: nodes.ClassDef, name: str, depth: int) -> Optional[Resolved]:
+    for stmt in cls.body:
+        if isinstance(stmt, nodes.AnnAssign) and isinstance(stmt.target, nodes.AssignName):
+            if stmt.target.name == name:
+                value = stmt.value
+                if isinstance(value, nodes.Call) and infer.call_name(value) == "field":
+                    value = next((kw.value for kw in value.keywords or () if kw.arg == "default"), None)
+                return evaluate(value, {}, depth + 1) if value is not None else None
+        if isinstance(stmt, nodes.Assign):
+            for target in stmt.targets:
+                if isinstance(target, nodes.AssignName) and target.name == name:
+                    return evaluate(stmt.value, {}, depth + 1)
+    return None
+
+
+# ------------------------------------------------------------------------------ expressions
+
+
+def _binop(expr: nodes.BinOp, env: Env, depth: int) -> Optional[Resolved]:
+    left = evaluate(expr.left, env, depth + 1)
+    right = evaluate(expr.right, env, depth + 1)
+    if left is None or right is None or expr.op not in _BINOPS:
+        return None
+    a, b = left.value, right.value
+    if expr.op == "**" and (not _number(b) or abs(b) > MAX_POWER):
+        return None
+    if expr.op == "*" and (isinstance(a, (str, list, tuple)) or isinstance(b, (str, list, tuple))):
+        count = b if isinstance(a, (str, list, tuple)) else a
+        if not isinstance(count, int) or count > 10_000:
+            return None
+    if isinstance(a, bool) or isinstance(b, bool):
+        return None
+    return Resolved(_BINOPS[expr.op](a, b), expr)
+
+
+def _dict_literal(expr: nodes.Dict, env: Env, depth: int) -> Optional[Resolved]:
+    result: Dict[Any, Resolved] = {}
+    for key, value in expr.items:
+        if isinstance(key, nodes.DictUnpack):
+            return None
+        k = evaluate(key, env, depth + 1)
+        if k is None:
+            return None
+        v = evaluate(value, env, depth + 1)
+        result[k.value] = v if v is not None else Resolved(UNKNOWN, value)
+    return Resolved(ConfigDict(result), expr)
+
+
+class ConfigDict(dict):  # type: ignore[type-arg]
+    """A dict literal's items as ``Resolved`` values (unknown items hold ``UNKNOWN``)."""
+
+    def plain(self) -> Dict[Any, Any]:
+        return {k: (v.value.plain() if isinstance(v.value, ConfigDict) else v.value) for k, v in self.items()}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ConfigDict) and self.plain() == other.plain()
+
+    def __hash__(self) -> int:  # pragma: no cover - not used as a key
+        return id(self)
+
+
+def _fstring(expr: nodes.JoinedStr, env: Env, depth: int) -> Optional[Resolved]:
+    parts: List[str] = []
+    for value in expr.values:
+        if isinstance(value, nodes.Const):
+            parts.append(str(value.value))
+        elif isinstance(value, nodes.FormattedValue):
+            if value.format_spec is not None or value.conversion not in (-1, None):
+                return None
+            inner = evaluate(value.value, env, depth + 1)
+            if inner is None or not isinstance(inner.value, (str, int, float)):
+                return None
+            parts.append(str(inner.value))
+        else:
+            return None
+    return Resolved("".join(parts), expr)
+
+
+def _ifexp(expr: nodes.IfExp, env: Env, depth: int) -> Optional[Resolved]:
+    test = evaluate(expr.test, env, depth + 1)
+    if test is not None:
+        return evaluate(expr.body if test.value else expr.orelse, env, depth + 1)
+    body = evaluate(expr.body, env, depth + 1)
+    orelse = evaluate(expr.orelse, env, depth + 1)
+    if body is not None and orelse is not None and body.value == orelse.value:
+        return body
+    return None
+
+
+def _boolop(expr: nodes.BoolOp, env: Env, depth: int) -> Optional[Resolved]:
+    result: Optional[Resolved] = None
+    for operand in expr.values:
+        result = evaluate(operand, env, depth + 1)
+        if result is None:
+            return None
+        if expr.op == "or" and result.value:
+            return result
+        if expr.op == "and" and not result.value:
+            return result
+    return result
+
+
+def _compare(expr: nodes.Compare, env: Env, depth: int) -> Optional[Resolved]:
+    left = evaluate(expr.left, env, depth + 1)
+    if left is None:
+        return None
+    current = left.value
+    for op, right_node in expr.ops:
+        right = evaluate(right_node, env, depth + 1)
+        if right is None or op not in _COMPARE:
+            return None
+        if not _COMPARE[op](current, right.value):
+            return Resolved(False, expr)
+        current = right.value
+    return Resolved(True, expr)
+
+
+def _subscript(expr: nodes.Subscript, env: Env, depth: int) -> Optional[Resolved]:
+    base = evaluate(expr.value, env, depth + 1)
+    if base is None:
+        return None
+    index = evaluate(expr.slice, env, depth + 1)
+    if index is None:
+        return None
+    container = base.value
+    if isinstance(container, ConfigDict):
+        item = container.get(index.value)
+        if item is None or isinstance(item.value, Unknown):
+            return None
+        return item
+    if isinstance(container, (list, tuple, str)) and isinstance(index.value, int):
+        return Resolved(container[index.value], expr)
+    if isinstance(container, dict):
+        return Resolved(container[index.value], expr) if index.value in container else None
+    return None
+
+
+def _call(call: nodes.Call, env: Env, depth: int) -> Optional[Resolved]:
+    func = call.func
+    obj = _call_object(call, depth)
+    if obj is not None:
+        return Resolved(obj, call)
+    if isinstance(func, nodes.Attribute) and func.attrname == "get" and len(call.args) in (1, 2):
+        base = evaluate(func.expr, env, depth + 1)
+        key = evaluate(call.args[0], env, depth + 1)
+        if base is None or key is None or not isinstance(base.value, ConfigDict):
+            return None
+        item = base.value.get(key.value)
+        if item is not None:
+            return None if isinstance(item.value, Unknown) else item
+        return evaluate(call.args[1], env, depth + 1) if len(call.args) == 2 else Resolved(None, call)
+    if not isinstance(func, nodes.Name) or call.keywords and func.name != "dict":
+        return None
+    if func.name == "dict" and not call.args and _is_builtin(func):
+        items: Dict[Any, Resolved] = {}
+        for kw in call.keywords or ():
+            if kw.arg is None:
+                return None
+            value = evaluate(kw.value, env, depth + 1)
+            items[kw.arg] = value if value is not None else Resolved(UNKNOWN, kw.value)
+        return Resolved(ConfigDict(items), call)
+    builtin = _BUILTINS.get(func.name)
+    if builtin is None or not _is_builtin(func):
+        return None
+    args: List[Any] = []
+    for arg in call.args:
+        if isinstance(arg, nodes.Starred):
+            return None
+        value = evaluate(arg, env, depth + 1)
+        if value is None:
+            return None
+        args.append(value.value)
+    if func.name in ("min", "max") and len(args) == 1 and not isinstance(args[0], (list, tuple)):
+        return None
+    return Resolved(builtin(*args), call)
+
+
+def _is_builtin(name: nodes.Name) -> bool:
+    """``name`` is not rebound in the file (so ``int`` is the builtin)."""
+    try:
+        scope, _ = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return False
+    return scope.name == "builtins" if isinstance(scope, nodes.Module) else False
+
+
+def keyword(call: nodes.Call, name: str, position: Optional[int] = None) -> Optional[nodes.NodeNG]:
+    """The argument expression passed for ``name`` (by keyword, or at ``position``), or None."""
+    for kw in call.keywords or ():
+        if kw.arg == name:
+            return kw.value
+    if position is not None and position < len(call.args):
+        if any(isinstance(a, nodes.Starred) for a in call.args[: position + 1]):
+            return None
+        return call.args[position]
+    return None
+
+
+def has_opaque_arguments(call: nodes.Call) -> bool:
+    """``*args`` or ``**kwargs`` in the call: any argument may be hidden there."""
+    return any(isinstance(a, nodes.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords or ())
+
+
+def bind_arguments(
+    call: nodes.Call,
+    function: nodes.FunctionDef,
+    evaluator: Callable[[nodes.NodeNG, Env], Any],
+    env: Env,
+) -> Optional[Dict[str, Any]]:
+    """Parameters of ``function`` (``self`` left out for methods) bound to what ``evaluator``
+    makes of ``call``'s arguments in ``env``, or of the defaults in the definition's scope.
+
+    None when the call cannot be matched: ``*args``/``**kwargs`` at the call, too many
+    positional arguments, an unknown keyword, or a required parameter not given.
+    """
+    if has_opaque_arguments(call):
+        return None
+    args = function.args
+    positional = [a.name for a in (args.posonlyargs or []) + (args.args or [])]
+    if positional and function.is_method() and function.type != "staticmethod":
+        positional = positional[1:]
+    kwonly = [a.name for a in args.kwonlyargs or []]
+    given: Dict[str, nodes.NodeNG] = {}
+    if len(call.args) > len(positional):
+        return None
+    for name, arg in zip(positional, call.args):
+        given[name] = arg
+    for kw in call.keywords or ():
+        if kw.arg not in positional and kw.arg not in kwonly:
+            return None
+        given[str(kw.arg)] = kw.value
+    result: Dict[str, Any] = {}
+    for name in positional + kwonly:
+        if name in given:
+            result[name] = evaluator(given[name], env)
+            continue
+        try:
+            default = args.default_value(name)
+        except Exception:
+            return None
+        result[name] = evaluator(default, {})
+    return result

@@ -1,0 +1,1411 @@
+"""Read the training run out of a script with astroid, never executing it.
+
+``read_run(path)`` builds the astroid module of a file the way the flake8 plugin does
+(``analysis.build.build_module``) and returns a ``RunSpec``; ``run_from_module(module,
+filename)`` does the same on a module already built (TPV001 uses the plugin's tree).
+``read_module`` returns the fuller ``RunReading``: the run, the node that builds the model
+(TPV001 reports there), the fields whose evidence could not be resolved (``unknown``), the
+fields read as a maximum rather than an exact value (``upper_bounds``) and notes.
+
+Each field read records ``sources[field] = "file.py:LINE"``: the line the value was written
+at (an ``argparse`` default, a constant, a keyword). Values are resolved through
+``analysis.static_values`` (constants, module names, argparse defaults, config dicts,
+dataclass defaults, f-strings, arithmetic). What the reader understands:
+
+* **model**: ``X.from_pretrained("name")`` on a model class (``Auto*Model*``, ``*Model``,
+  ``*For*``; tokenizers, configs and processors are not models), ``pipeline(task,
+  model=...)``, ``torchvision.models.<name>()`` / ``get_model("name")``,
+  ``timm.create_model("name")`` (catalogue names; ``num_classes=`` re-counts image heads),
+  an ``nn.Module`` subclass of the file or of a sibling module (parameters counted by
+  ``analysis.param_count``), an inline ``nn.Sequential``. With several models, the one an
+  optimizer or a Trainer receives wins; among those, the largest.
+* **batch size**: ``DataLoader(batch_size=...)`` (the loader a backward loop iterates, through
+  helper-function parameters), ``TrainingArguments(per_device_train_batch_size=...)``,
+  DeepSpeed ``train_micro_batch_size_per_gpu``;
+* **sequence length / image size**: tokenizer ``max_length`` (exact with
+  ``padding="max_length"``, otherwise an upper bound), ``block_size``, ``max_seq_length``
+  (exact with ``packing=True``); ``Resize``/``RandomResizedCrop``/``CenterCrop``/``RandomCrop``;
+* **precision**: ``torch.autocast``/``GradScaler`` (amp), ``.half()``/``.bfloat16()``/
+  ``.to(torch.bfloat16)`` on the model and ``from_pretrained(torch_dtype=...)`` (half weights),
+  ``TrainingArguments(fp16/bf16)``, ``Accelerator(mixed_precision=...)``, Lightning
+  ``Trainer(precision=...)``, DeepSpeed ``fp16``/``bf16``;
+* **optimizer**: ``torch.optim.*``, bitsandbytes 8-bit and paged optimizers, Lion,
+  transformers' Adafactor, ``TrainingArguments(optim=...)``; ``fused=True``/``foreach=False``;
+* **gradient checkpointing** (``gradient_checkpointing_enable()``, the TrainingArguments flag,
+  ``torch.utils.checkpoint``), **attention** (``attn_implementation``,
+  ``scaled_dot_product_attention``), **accumulation** (TrainingArguments, Accelerator,
+  DeepSpeed, ``if (step + 1) % N == 0: optimizer.step()``), **sharding** (DDP, FSDP and its
+  ``sharding_strategy``/``fully_shard``, DeepSpeed ZeRO stage and optimizer offload from a
+  dict literal or the JSON file the script names, Lightning strategies,
+  ``TrainingArguments(fsdp=..., deepspeed=...)``), **LoRA** (peft ``LoraConfig(r=...)``),
+  **inference / generation** (``.generate(max_new_tokens=...)``, ``use_cache=True``, text
+  pipelines, and no ``backward()``/``trainer.train()``/``trainer.fit()`` at all).
+
+Third-party names (transformers, accelerate, timm, torchvision, deepspeed, peft, lightning)
+are resolved syntactically through the file's imports (``infer.dotted_name``), never read.
+Where a name-based fallback is used it says so.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+
+from astroid import nodes
+from astroid.exceptions import AstroidSyntaxError
+
+from ..analysis import dataflow, infer, loops, param_count, static_values
+from ..analysis.build import build_module
+from ..analysis.static_values import ConfigDict, Resolved
+from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
+from .catalogue import CatalogueError, ModelSpec, count_params, find_model
+from .run import DEFAULT_LORA_RANK, RunSpec, RunSpecError
+
+#: Last part of a class whose ``from_pretrained`` builds a model.
+MODEL_CLASS = re.compile(r"^(Auto\w*Model\w*|\w+Model|\w+For[A-Z]\w*|\w+LMHead\w*)$")
+
+#: Classes with ``from_pretrained`` that are not models (or not a base model).
+NOT_MODELS = re.compile(r"(Tokenizer|Config|Processor|FeatureExtractor|ImageProcessor|PeftModel)", re.I)
+
+#: transformers pipeline tasks that generate tokens (a KV cache grows).
+GENERATION_TASKS = frozenset({"text-generation", "text2text-generation", "summarization", "translation",
+                              "conversational", "image-to-text", "automatic-speech-recognition"})
+
+#: Calls that return the model they are given (so the model keeps its binding through them).
+MODEL_PASSTHROUGH_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "float", "train", "eval",
+                                       "requires_grad_"})
+MODEL_PASSTHROUGH_FUNCTIONS = frozenset({"torch.compile", "peft.get_peft_model",
+                                         "peft.prepare_model_for_kbit_training"})
+
+#: torch.optim classes by the cost model's optimizer names. NAdam/RAdam/Adamax/Adadelta keep
+#: two state tensors per parameter, as Adam does.
+TORCH_OPTIMIZERS = {
+    "torch.optim.SGD": "sgd",
+    "torch.optim.Adam": "adam",
+    "torch.optim.AdamW": "adamw",
+    "torch.optim.NAdam": "adam",
+    "torch.optim.RAdam": "adam",
+    "torch.optim.Adamax": "adam",
+    "torch.optim.Adadelta": "adam",
+    "torch.optim.Adagrad": "adagrad",
+    "torch.optim.RMSprop": "rmsprop",
+    "torch.optim.Adafactor": "adafactor",
+}
+
+#: Third-party optimizers by import name.
+EXTERNAL_OPTIMIZERS = {
+    "bitsandbytes.optim.AdamW8bit": "adamw-8bit",
+    "bitsandbytes.optim.Adam8bit": "adamw-8bit",
+    "bitsandbytes.optim.PagedAdamW8bit": "adamw-8bit",
+    "bitsandbytes.optim.PagedAdam8bit": "adamw-8bit",
+    "bitsandbytes.optim.AdamW": "adamw",
+    "bitsandbytes.optim.Lion": "lion",
+    "lion_pytorch.Lion": "lion",
+    "transformers.Adafactor": "adafactor",
+    "transformers.optimization.Adafactor": "adafactor",
+}
+
+#: ``TrainingArguments(optim=...)`` values (transformers ``OptimizerNames``).
+HF_OPTIM = {
+    "adamw_hf": "adamw", "adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_apex_fused": "adamw",
+    "adamw_anyprecision": "adamw", "adamw_bnb_8bit": "adamw-8bit", "adamw_8bit": "adamw-8bit",
+    "paged_adamw_8bit": "adamw-8bit", "paged_adamw_32bit": "adamw", "adafactor": "adafactor", "sgd": "sgd",
+    "adagrad": "adagrad", "rmsprop": "rmsprop", "lion_32bit": "lion", "paged_lion_32bit": "lion",
+}
+
+#: dtype spellings, as attribute names, strings or argparse choices.
+DTYPES = {"float16": "fp16", "half": "fp16", "fp16": "fp16", "bfloat16": "bf16", "bf16": "bf16",
+          "float32": "fp32", "float": "fp32", "fp32": "fp32", "32": "fp32"}
+
+#: Lightning ``Trainer(precision=...)``.
+LIGHTNING_PRECISION = {"16-mixed": "amp", "bf16-mixed": "amp", "16": "amp", "bf16": "amp", "16-true": "fp16",
+                       "bf16-true": "bf16", "32": "fp32", "32-true": "fp32", "64": None, "64-true": None}
+
+#: Lightning ``Trainer(strategy=...)``.
+LIGHTNING_STRATEGY = {"ddp": "ddp", "ddp_spawn": "ddp", "ddp_find_unused_parameters_true": "ddp", "fsdp": "fsdp",
+                      "deepspeed_stage_1": "zero-1", "deepspeed_stage_2": "zero-2",
+                      "deepspeed_stage_2_offload": None, "deepspeed_stage_3": "zero-3", "auto": "none",
+                      "single_device": "none", "dp": "none"}
+
+#: FSDP ``ShardingStrategy`` members (hybrid strategies shard within a node only: unknown).
+FSDP_STRATEGIES = {"FULL_SHARD": "fsdp", "SHARD_GRAD_OP": "zero-2", "NO_SHARD": "ddp"}
+
+#: torchvision transforms that fix the image size, crops first.
+CROPS = frozenset({"RandomResizedCrop", "CenterCrop", "RandomCrop"})
+RESIZES = frozenset({"Resize"})
+
+#: Tokenizer methods that take ``max_length``.
+TOKENIZER_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "__call__", "apply_chat_template"})
+
+#: HF argument classes: TrainingArguments and the trl configs built on it.
+HF_ARGUMENTS = re.compile(r"^(transformers|trl)(\.\w+)*\.(\w*TrainingArguments|SFTConfig|DPOConfig|ORPOConfig|"
+                          r"KTOConfig|GRPOConfig|RewardConfig|CPOConfig)$")
+
+#: HF Trainer-like classes (training happens in ``.train()``).
+HF_TRAINERS = re.compile(r"^(transformers|trl)\.(\w*Trainer)$")
+
+#: Fields whose unresolved evidence is recorded in ``RunReading.unknown``.
+FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer", "fused_optimizer",
+          "checkpointing", "flash", "sharding", "world_size", "lora_rank", "trainable", "weights_layout")
+
+
+@dataclass
+class RunReading:
+    """What the reader found: the run, where the model is built, and what stayed unknown."""
+
+    run: RunSpec
+    model_node: Optional[nodes.NodeNG] = None
+    model_name: Optional[str] = None
+    unknown: FrozenSet[str] = frozenset()
+    upper_bounds: FrozenSet[str] = frozenset()
+    notes: Tuple[str, ...] = ()
+
+
+def read_run(path: str) -> RunSpec:
+    """The run a training script describes (``estimate SCRIPT``)."""
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    try:
+        module = build_module(source, path)
+    except AstroidSyntaxError as err:
+        raise RunSpecError(f"not valid Python: {' '.join(str(err).split())}") from None
+    except RecursionError:
+        raise RunSpecError("an expression is too deeply nested to read") from None
+    return run_from_module(module, path)
+
+
+def run_from_module(module: nodes.Module, filename: str) -> RunSpec:
+    """The run read from an already-built astroid module (never builds twice)."""
+    return read_module(module, filename).run
+
+
+def read_module(module: nodes.Module, filename: str) -> RunReading:
+    """Everything the reader finds in ``module`` (see the module docstring)."""
+    return _Reader(module, filename).read()
+
+
+# ===================================================================================== reader
+
+
+@dataclass
+class _Candidate:
+    node: nodes.Call
+    name: str
+    spec: Optional[ModelSpec] = None
+    params: Optional[int] = None
+    names: Set[str] = field(default_factory=set)
+    trained: bool = False
+    quantized: bool = False
+    #: ``from_pretrained``/``pipeline`` keywords, applied only to the chosen model.
+    options: Dict[str, nodes.NodeNG] = field(default_factory=dict)
+
+
+@dataclass
+class _Found:
+    value: Any
+    node: nodes.NodeNG
+
+
+class _Reader:
+    def __init__(self, module: nodes.Module, filename: str) -> None:
+        self.module = module
+        self.filename = filename
+        self.calls: List[nodes.Call] = list(module.nodes_of_class(nodes.Call))
+        self.fields: Dict[str, Any] = {}
+        self.sources: Dict[str, str] = {}
+        self.unknown: Set[str] = set()
+        self.upper: Set[str] = set()
+        self.notes: List[str] = []
+        self.model_names: Set[str] = set()
+        self.model_node: Optional[nodes.Call] = None
+        self.pretrained: Optional[_Candidate] = None
+        self._cast_found = False
+        self.hf_args: Optional[nodes.Call] = None
+        self.hf_args_opaque = False
+
+    # ------------------------------------------------------------------ recording
+
+    def source(self, node: nodes.NodeNG) -> str:
+        root = node.root()
+        path = getattr(root, "file", None) or self.filename
+        return "{}:{}".format(os.path.basename(str(path)), getattr(node, "lineno", None) or 1)
+
+    def set(self, name: str, value: Any, node: nodes.NodeNG) -> None:
+        self.fields[name] = value
+        self.sources[name] = self.source(node)
+        self.unknown.discard(name)
+
+    def set_resolved(self, name: str, found: Optional[Resolved]) -> bool:
+        if found is None:
+            self.unknown.add(name)
+            return False
+        self.set(name, found.value, found.node)
+        return True
+
+    # ---------------------------------------------------------------------- read
+
+    def read(self) -> RunReading:
+        self._hf_training_arguments()
+        candidate = self._model()
+        self._training_mode()
+        self._optimizer()
+        self._precision()
+        self._batch_size()
+        self._sequence_and_image()
+        self._checkpointing_and_attention()
+        self._accumulation()
+        self._sharding()
+        self._lora()
+        self._frozen()
+        run = self._run()
+        return RunReading(
+            run=run,
+            model_node=candidate.node if candidate is not None else None,
+            model_name=candidate.name if candidate is not None else None,
+            unknown=frozenset(self.unknown),
+            upper_bounds=frozenset(self.upper),
+            notes=tuple(self.notes),
+        )
+
+    def _run(self) -> RunSpec:
+        kwargs = {k: v for k, v in self.fields.items() if k in RunSpec.__dataclass_fields__}
+        run = RunSpec(sources=dict(self.sources), **kwargs)
+        try:
+            run.check()
+        except RunSpecError as err:  # a value the script could not run with: drop it
+            self.notes.append(str(err))
+            for name in ("batch_size", "seq_len", "image_size", "max_new_tokens", "grad_accum_steps", "lora_rank"):
+                value = getattr(run, name)
+                if value is not None and (not isinstance(value, int) or value <= 0):
+                    default = RunSpec.__dataclass_fields__[name].default
+                    run = run.replace(**{name: default})
+                    run.sources.pop(name, None)
+                    self.unknown.add(name)
+        return run
+
+    # --------------------------------------------------------------------- model
+
+    def _model(self) -> Optional[_Candidate]:
+        candidates = [c for c in (self._candidate(call) for call in self.calls) if c is not None]
+        if not candidates:
+            self.unknown.add("model")
+            return None
+        for candidate in candidates:
+            candidate.names = self._flow_names(candidate.node)
+        optimizers = [c for c in self.calls if self._optimizer_kind(c) is not None]
+        for candidate in candidates:
+            candidate.trained = any(self._tied(opt, candidate) for opt in optimizers) or self._given_to_trainer(
+                candidate)
+        trained = [c for c in candidates if c.trained] or candidates
+        known = [c for c in trained if c.spec is not None or c.params is not None]
+        chosen = max(known, key=lambda c: c.params or (c.spec.params if c.spec else 0)) if known else trained[0]
+        self.model_names = chosen.names
+        self.model_node = chosen.node
+        line = chosen.node
+        if chosen.spec is not None:
+            self.set("model", chosen.spec, line)
+            if chosen.params is not None:
+                self.set("params", chosen.params, line)
+        elif chosen.params is not None:
+            self.set("params", chosen.params, line)
+        else:
+            self.unknown.add("model")
+            self.notes.append(f"model {chosen.name} at {self.source(line)}: parameter count not known")
+        if chosen.quantized:
+            self.unknown.add("weights_layout")
+        if chosen.options.get("pretrained") is not None:
+            self._apply_pretrained_options(chosen)
+        return chosen
+
+    def _candidate(self, call: nodes.Call) -> Optional[_Candidate]:
+        func = call.func
+        method = infer.method_name(call)
+        if method == "from_pretrained" and isinstance(func, nodes.Attribute):
+            owner = infer.dotted_name(func.expr) or func.expr.as_string()
+            last = owner.rsplit(".", 1)[-1]
+            if not MODEL_CLASS.match(last) or NOT_MODELS.search(last):
+                return None
+            name = static_values.str_value(static_values.keyword(call, "pretrained_model_name_or_path", 0))
+            candidate = self._catalogue(call, name)
+            self._pretrained_options(call, candidate)
+            return candidate
+        dotted = infer.dotted_name(func) if isinstance(func, (nodes.Name, nodes.Attribute)) else None
+        if dotted is not None:
+            if dotted in ("transformers.pipeline", "transformers.pipelines.pipeline"):
+                return self._pipeline(call)
+            if dotted.startswith("torchvision.models."):
+                builder = dotted.rsplit(".", 1)[-1]
+                if builder == "get_model":
+                    name = static_values.str_value(static_values.keyword(call, "name", 0))
+                elif builder[:1].islower() and not builder.startswith("get_"):
+                    name = Resolved(builder, call)
+                else:
+                    return None
+                return self._image_model(call, name)
+            if dotted == "timm.create_model":
+                return self._image_model(call, static_values.str_value(static_values.keyword(call, "model_name", 0)))
+        if _inside_module_class(call):
+            return None  # a layer of a model, not a model
+        cls = param_count.resolve_class(func)
+        if cls is None:
+            return None
+        if cls.qname() == "torch.nn.Sequential" or (
+                not cls.qname().startswith("torch.") and param_count.is_module_class(cls)):
+            if _is_passed_to_model(call):
+                return None
+            return _Candidate(call, cls.name, params=param_count.count_params(call))
+        return None
+
+    def _catalogue(self, call: nodes.Call, name: Optional[Resolved]) -> _Candidate:
+        if name is None:
+            self.notes.append(f"model name at {self.source(call)} not resolved")
+            return _Candidate(call, call.func.as_string())
+        try:
+            spec = find_model(str(name.value))
+        except CatalogueError:
+            self.notes.append(f"model '{name.value}' at {self.source(call)} is not in the catalogue")
+            return _Candidate(call, str(name.value))
+        return _Candidate(call, str(name.value), spec=spec)
+
+    def _pretrained_options(self, call: nodes.Call, candidate: _Candidate) -> None:
+        """Note the keywords of a ``from_pretrained``/``pipeline`` call on its candidate."""
+        candidate.options["pretrained"] = call
+        for key in ("load_in_8bit", "load_in_4bit", "quantization_config", "device_map"):
+            arg = static_values.keyword(call, key)
+            if arg is None:
+                continue
+            value = static_values.evaluate(arg)
+            if key == "device_map":
+                split = value is None or isinstance(value.value, ConfigDict) or value.value in (
+                    "auto", "balanced", "balanced_low_0", "sequential")
+                if split:
+                    candidate.quantized = True
+                    self.notes.append(f"device_map at {self.source(arg)} may split the model: not priced")
+            elif value is None or value.value not in (False, None):
+                candidate.quantized = True
+                self.notes.append(f"quantized weights at {self.source(arg)}: not priced")
+        for key in ("attn_implementation", "torch_dtype", "dtype"):
+            arg = static_values.keyword(call, key)
+            if arg is not None:
+                candidate.options[key] = arg
+
+    def _apply_pretrained_options(self, chosen: _Candidate) -> None:
+        attn = chosen.options.get("attn_implementation")
+        if attn is not None:
+            value = static_values.str_value(attn)
+            if value is None:
+                self.unknown.add("flash")
+            else:
+                self.set("flash", value.value != "eager", value.node)
+        else:
+            self.unknown.add("flash")  # transformers picks SDPA where it can: not known from the file
+        self.pretrained = chosen
+
+    def _pipeline(self, call: nodes.Call) -> Optional[_Candidate]:
+        name = static_values.str_value(static_values.keyword(call, "model", 1))
+        task = static_values.str_value(static_values.keyword(call, "task", 0))
+        candidate = self._catalogue(call, name)
+        self._pretrained_options(call, candidate)
+        self.fields["_pipeline"] = (call, task.value if task is not None else None)
+        return candidate
+
+    def _image_model(self, call: nodes.Call, name: Optional[Resolved]) -> _Candidate:
+        candidate = self._catalogue(call, name)
+        spec = candidate.spec
+        classes_arg = static_values.keyword(call, "num_classes")
+        if spec is None or classes_arg is None:
+            return candidate
+        classes = static_values.int_value(classes_arg)
+        native = spec.shape.get("num_classes")
+        if classes is None:
+            self.notes.append(f"num_classes at {self.source(classes_arg)} not resolved; catalogue head used")
+            return candidate
+        if classes.value != native:
+            shape = dict(spec.shape)
+            shape["num_classes"] = classes.value
+            changed = ModelSpec(spec.key, spec.kind, spec.params, spec.source, shape, spec.aliases)
+            counted = count_params(changed)
+            if counted is not None:
+                candidate.spec = ModelSpec(spec.key, spec.kind, counted, spec.source, shape, spec.aliases)
+                candidate.params = counted
+            else:
+                self.notes.append(f"num_classes={classes.value}: head size not re-counted for {spec.key}")
+        return candidate
+
+    def _flow_names(self, node: nodes.NodeNG) -> Set[str]:
+        """Names (and ``self.x``) the model built at ``node`` is bound to, through wrappers and
+        re-assignments (``model = DDP(model)``, ``model, opt = accelerator.prepare(model, opt)``).
+
+        Read syntactically: a name rebound to something else in another function would be
+        conflated; the reader uses these names only to tell which model an optimizer trains.
+        """
+        names = set(_assigned_targets(node))
+        for _ in range(4):
+            grown = set(names)
+            for assign in self.module.nodes_of_class(nodes.Assign):
+                source = _strip_wrappers(assign.value)
+                for index, root in _flow_sources(source):
+                    if root in names:
+                        grown.update(_target_names(assign.targets, index))
+            if grown == names:
+                break
+            names = grown
+        return names
+
+    def _tied(self, optimizer: nodes.Call, candidate: _Candidate) -> bool:
+        params = static_values.keyword(optimizer, "params", 0)
+        if params is None:
+            return False
+        for call in params.nodes_of_class(nodes.Call):
+            if infer.method_name(call) in ("parameters", "named_parameters") and isinstance(call.func, nodes.Attribute):
+                root = _root_text(call.func.expr)
+                if root in candidate.names:
+                    return True
+                if root == "self" and _enclosing_class(call) is _class_of(candidate.node):
+                    return True
+        return False
+
+    def _given_to_trainer(self, candidate: _Candidate) -> bool:
+        for call in self.calls:
+            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            given: Optional[nodes.NodeNG] = None
+            if dotted and HF_TRAINERS.match(dotted):
+                given = static_values.keyword(call, "model", 0)
+            elif infer.method_name(call) == "fit" and call.args:
+                given = call.args[0]
+            if given is not None and (_root_text(given) in candidate.names or given is candidate.node):
+                return True
+        return False
+
+    # ----------------------------------------------------------------- training
+
+    def _training_mode(self) -> None:
+        backward = [c for c in self.calls if infer.method_name(c) == "backward"
+                    or infer.callee_qname(c) == "torch.autograd.backward"]
+        trainer = [c for c in self.calls if infer.method_name(c) in ("train", "fit") and self._is_trainer_call(c)]
+        if backward or trainer:
+            return
+        pipeline = self.fields.get("_pipeline")
+        generate = [c for c in self.calls if infer.method_name(c) == "generate"
+                    and (not self.model_names or _root_text(c.func.expr) in self.model_names)]
+        cached = [c for c in self.calls if any(kw.arg == "use_cache" and isinstance(kw.value, nodes.Const)
+                                               and kw.value.value is True for kw in c.keywords or ())]
+        if generate:
+            call = generate[0]
+            self.set("generation", True, call)
+            tokens = static_values.keyword(call, "max_new_tokens")
+            if tokens is not None:
+                self.set_resolved("max_new_tokens", static_values.int_value(tokens))
+        elif pipeline is not None and pipeline[1] in GENERATION_TASKS:
+            self.set("generation", True, pipeline[0])
+        elif cached:
+            self.set("generation", True, cached[0])
+        else:
+            self.fields["inference"] = True  # no backward() anywhere: forward passes only
+            self.sources["inference"] = os.path.basename(self.filename) + " (no backward)"
+
+    def _is_trainer_call(self, call: nodes.Call) -> bool:
+        func = call.func
+        if not isinstance(func, nodes.Attribute):
+            return False
+        values = dataflow.assigned_values(func.expr) or []
+        for value in values:
+            if isinstance(value, nodes.Call):
+                dotted = infer.dotted_name(value.func) if isinstance(value.func, (nodes.Name, nodes.Attribute)) else None
+                if dotted and (HF_TRAINERS.match(dotted) or dotted.endswith(".Trainer") or dotted.endswith(".Fabric")):
+                    return True
+        return False
+
+    # ---------------------------------------------------------------- optimizer
+
+    def _optimizer_kind(self, call: nodes.Call) -> Optional[str]:
+        if infer.call_name(call) is None:
+            return None
+        dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+        if dotted in EXTERNAL_OPTIMIZERS:
+            return EXTERNAL_OPTIMIZERS[dotted]
+        name = infer.callee_qname(call)
+        if name is not None and name.startswith("torch.optim.") and name.count(".") == 2:
+            return TORCH_OPTIMIZERS.get(name, "?")
+        return None
+
+    def _optimizer(self) -> None:
+        if not self._training():
+            return
+        found = [(c, self._optimizer_kind(c)) for c in self.calls]
+        optimizers = [(c, k) for c, k in found if k is not None]
+        tied = [(c, k) for c, k in optimizers if _root_names(c) & self.model_names] or optimizers
+        if not tied:
+            if self.hf_args is not None:
+                self._hf_optimizer()
+            else:
+                self.unknown.add("optimizer")
+            return
+        kinds = {self._refine(c, k) for c, k in tied}
+        if len(kinds) != 1 or None in kinds or "?" in kinds:
+            self.unknown.add("optimizer")
+            return
+        call, _ = tied[0]
+        self.set("optimizer", kinds.pop(), call)
+        if not self._covers_model(call):
+            self.unknown.add("optimizer")  # a subset of the parameters: less state than priced
+            self.notes.append(f"optimizer at {self.source(call)} may hold only some parameters")
+        fused = static_values.keyword(call, "fused")
+        foreach = static_values.keyword(call, "foreach")
+        if fused is not None or foreach is not None:
+            f = static_values.evaluate(fused) if fused is not None else None
+            e = static_values.evaluate(foreach) if foreach is not None else None
+            if (fused is not None and f is None) or (foreach is not None and e is None):
+                self.unknown.add("fused_optimizer")
+            else:
+                value = bool(f and f.value) or (e is not None and e.value is False)
+                self.set("fused_optimizer", value, (fused or foreach))
+
+    def _refine(self, call: nodes.Call, kind: Optional[str]) -> Optional[str]:
+        if kind == "sgd":
+            momentum = static_values.keyword(call, "momentum", 2)
+            if momentum is None:
+                return "sgd"
+            value = static_values.evaluate(momentum)
+            if value is None:
+                return None
+            return "sgd-momentum" if value.value else "sgd"
+        if kind == "rmsprop":
+            momentum = static_values.keyword(call, "momentum")
+            value = static_values.evaluate(momentum) if momentum is not None else Resolved(0, call)
+            return None if value is None or value.value else "rmsprop"
+        return kind
+
+    def _covers_model(self, call: nodes.Call) -> bool:
+        """The optimizer holds every parameter of the model: its params are ``model.parameters()``
+        (``model.module``, ``self`` in a Lightning module, ``filter(...)`` and
+        ``named_parameters()`` groups included), not a sub-module's."""
+        params = static_values.keyword(call, "params", 0)
+        if params is None:
+            return False
+        holders: List[nodes.NodeNG] = [params]
+        if isinstance(params, nodes.Name):
+            holders = list(dataflow.assigned_values(params) or [])
+        receivers = [c.func.expr for h in holders for c in h.nodes_of_class(nodes.Call)
+                     if infer.method_name(c) in ("parameters", "named_parameters") and isinstance(c.func, nodes.Attribute)]
+        if not receivers:
+            return False
+        for receiver in receivers:
+            base = _strip_wrappers(receiver)
+            if isinstance(base, nodes.Attribute) and base.attrname == "module":
+                base = base.expr
+            text = base.as_string() if isinstance(base, (nodes.Name, nodes.Attribute)) else ""
+            if text not in self.model_names and text != "self":
+                return False
+        return True
+
+    def _hf_optimizer(self) -> None:
+        call = self.hf_args
+        assert call is not None
+        optim = static_values.keyword(call, "optim")
+        if optim is None:
+            if self.hf_args_opaque:
+                self.unknown.add("optimizer")
+            else:
+                self.set("optimizer", "adamw", call)  # transformers' default is an AdamW
+                self.unknown.add("fused_optimizer")
+            return
+        value = static_values.str_value(optim)
+        kind = HF_OPTIM.get(str(value.value).lower()) if value is not None else None
+        if kind is None:
+            self.unknown.add("optimizer")
+        else:
+            self.set("optimizer", kind, optim)
+            if value is not None and "fused" in str(value.value):
+                self.set("fused_optimizer", True, optim)
+
+    def _training(self) -> bool:
+        return not (self.fields.get("inference") or self.fields.get("generation"))
+
+    # ---------------------------------------------------------------- precision
+
+    def _hf_training_arguments(self) -> None:
+        for call in self.calls:
+            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            if dotted is None:
+                continue
+            if HF_ARGUMENTS.match(dotted) and self.hf_args is None:
+                self.hf_args = call
+                self.hf_args_opaque = self.hf_args_opaque or static_values.has_opaque_arguments(call)
+            elif dotted.endswith("HfArgumentParser"):
+                self.hf_args_opaque = True  # the command line sets the training arguments
+
+    def _precision(self) -> None:
+        weights: Any = "absent"
+        stated = True
+        if self.pretrained is not None:
+            dtype = self.pretrained.options.get("torch_dtype") or self.pretrained.options.get("dtype")
+            if dtype is None:
+                stated = False  # transformers 5 loads a checkpoint in its own dtype, 4 in fp32
+            else:
+                kind = _dtype(dtype)
+                weights = _Found(kind, dtype) if kind is not None else None
+        self._read_precision(weights)
+        if not stated and "precision" not in self.unknown and not self._cast_found:
+            self.unknown.add("precision")
+
+    def _read_precision(self, weights: Any) -> None:
+        self._cast_found = False
+        half = self._model_cast()
+        if isinstance(half, _Found):
+            self._cast_found = True
+        autocast = self._autocast()
+        framework = self._framework_precision()
+        if half == "unknown" or weights is None or autocast == "unknown" or framework == "unknown":
+            self.unknown.add("precision")
+            return
+        if isinstance(half, _Found):
+            self.set("precision", half.value, half.node)
+            return
+        if isinstance(weights, _Found) and weights.value != "fp32":
+            self.set("precision", weights.value, weights.node)
+            return
+        if isinstance(autocast, _Found):
+            self.set("precision", "amp", autocast.node)
+            return
+        if isinstance(framework, _Found):
+            self.set("precision", framework.value, framework.node)
+            return
+        if isinstance(weights, _Found):
+            self.set("precision", "fp32", weights.node)
+
+    def _model_cast(self) -> Any:
+        """``.half()``/``.bfloat16()``/``.to(dtype)`` on the model: _Found, "unknown" or None."""
+        found: Any = None
+        for call in self.calls:
+            method = infer.method_name(call)
+            if method not in ("half", "bfloat16", "to", "float"):
+                continue
+            assert isinstance(call.func, nodes.Attribute)
+            if not self._is_model_expr(call.func.expr):
+                continue
+            if method == "half":
+                kind: Optional[str] = "fp16"
+            elif method == "bfloat16":
+                kind = "bf16"
+            elif method == "float":
+                kind = "fp32"
+            else:
+                dtype = static_values.keyword(call, "dtype")
+                if dtype is None:
+                    dtype = next((a for a in call.args if _looks_like_dtype(a)), None)
+                if dtype is None:
+                    continue
+                kind = _dtype(dtype)
+                if kind is None:
+                    return "unknown"
+            if found is not None and found.value != kind:
+                return "unknown"
+            found = _Found(kind, call)
+        if found is not None and found.value == "fp32":
+            return None
+        return found
+
+    def _is_model_expr(self, expr: nodes.NodeNG) -> bool:
+        base = _strip_wrappers(expr)
+        if isinstance(base, nodes.Call):
+            return any(base is c or c in base.nodes_of_class(nodes.Call) for c in self._candidate_nodes())
+        return _root_text(expr) in self.model_names
+
+    def _candidate_nodes(self) -> List[nodes.Call]:
+        return [self.model_node] if self.model_node is not None else []
+
+    def _autocast(self) -> Any:
+        found: Any = None
+        for call in self.calls:
+            name = infer.callee_qname(call)
+            if name in AUTOCAST_CONTEXTS:
+                enabled = static_values.keyword(call, "enabled")
+                if enabled is not None:
+                    value = static_values.evaluate(enabled)
+                    if value is None:
+                        return "unknown"
+                    if not value.value:
+                        continue
+                device = static_values.str_value(static_values.keyword(call, "device_type", 0))
+                if name == "torch.amp.autocast" and device is not None and device.value == "cpu":
+                    continue
+                found = found or _Found("amp", call)
+            elif name in GRAD_SCALERS:
+                enabled = static_values.keyword(call, "enabled")
+                if enabled is not None:
+                    value = static_values.evaluate(enabled)
+                    if value is None:
+                        return "unknown"
+                    if not value.value:
+                        continue
+                found = found or _Found("amp", call)
+        return found
+
+    def _framework_precision(self) -> Any:
+        found: Any = None
+        if self.hf_args is not None:
+            for key in ("fp16", "bf16"):
+                arg = static_values.keyword(self.hf_args, key)
+                if arg is None:
+                    continue
+                value = static_values.evaluate(arg)
+                if value is None:
+                    return "unknown"
+                if value.value:
+                    found = _Found("amp", arg)
+            if found is None and self.hf_args_opaque:
+                return "unknown"
+        elif self.hf_args_opaque:
+            return "unknown"
+        for call in self.calls:
+            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            if dotted in ("accelerate.Accelerator", "accelerate.accelerator.Accelerator"):
+                arg = static_values.keyword(call, "mixed_precision")
+                value = static_values.str_value(arg) if arg is not None else None
+                if value is None:
+                    return "unknown"  # `accelerate launch` and its config decide
+                found = _Found("fp32" if value.value == "no" else "amp", arg)
+            elif dotted and (dotted.endswith("lightning.Trainer") or dotted.endswith("pytorch.Trainer")
+                             or dotted == "lightning.pytorch.trainer.Trainer"):
+                arg = static_values.keyword(call, "precision")
+                if arg is None:
+                    found = found or _Found("fp32", call)
+                    continue
+                value = static_values.evaluate(arg)
+                kind = LIGHTNING_PRECISION.get(str(value.value)) if value is not None else None
+                if kind is None:
+                    return "unknown"
+                found = _Found(kind, arg)
+        return found
+
+    # --------------------------------------------------------------- batch size
+
+    def _batch_size(self) -> None:
+        if self.hf_args is not None:
+            key = "per_device_train_batch_size" if self._training() else "per_device_eval_batch_size"
+            arg = static_values.keyword(self.hf_args, key)
+            if arg is not None:
+                self.set_resolved("batch_size", static_values.int_value(arg))
+                return
+            if not self.hf_args_opaque:
+                self.set("batch_size", 8, self.hf_args)  # the TrainingArguments default
+                return
+        loaders = [c for c in self.calls if infer.callee_qname(c) in DATALOADERS]
+        pipeline = self.fields.get("_pipeline")
+        if not loaders and pipeline is not None:
+            names = set(_assigned_targets(pipeline[0]))
+            uses = [c for c in self.calls if isinstance(c.func, nodes.Name) and c.func.name in names]
+            sizes = [self._loader_batch(c) for c in uses]
+            if uses and all(s is not None for s in sizes) and len({s.value for s in sizes if s}) == 1:
+                first = sizes[0]
+                assert first is not None
+                self.set("batch_size", first.value, first.node)
+                return
+        if not loaders:
+            self.unknown.add("batch_size")
+            return
+        chosen = self._iterated_loaders(loaders) or loaders
+        sizes = [self._loader_batch(c) for c in chosen]
+        if any(s is None for s in sizes):
+            self.unknown.add("batch_size")
+            return
+        values = {s.value for s in sizes if s is not None}
+        if len(values) != 1:
+            self.unknown.add("batch_size")
+            self.notes.append("several DataLoaders with different batch sizes; none is known to be the one trained on")
+            return
+        first = sizes[0]
+        assert first is not None
+        self.set("batch_size", first.value, first.node)
+
+    def _loader_batch(self, call: nodes.Call) -> Optional[Resolved]:
+        arg = static_values.keyword(call, "batch_size", 1)
+        if arg is None:
+            if static_values.keyword(call, "batch_sampler") is not None or static_values.has_opaque_arguments(call):
+                return None
+            return Resolved(1, call)  # DataLoader's default
+        return static_values.int_value(arg)
+
+    def _iterated_loaders(self, loaders: List[nodes.Call]) -> List[nodes.Call]:
+        """The loaders a training loop (one that calls backward) iterates; with no training,
+        those any loop iterates; Lightning's ``train_dataloader`` hook."""
+        training = self._training()
+        found: List[nodes.Call] = []
+        for loop in self.module.nodes_of_class(nodes.For):
+            if training and not any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
+                continue
+            for loader in self._loaders_of(loop.iter, 3):
+                if loader in loaders and loader not in found:
+                    found.append(loader)
+        if not found and training:
+            for loader in loaders:
+                scope = loader.scope()
+                if isinstance(scope, nodes.FunctionDef) and scope.name == "train_dataloader":
+                    found.append(loader)
+        return found
+
+    def _loaders_of(self, expr: nodes.NodeNG, depth: int) -> List[nodes.Call]:
+        if depth < 0:
+            return []
+        while isinstance(expr, nodes.Call) and infer.call_name(expr) in ("enumerate", "tqdm", "iter", "zip") and expr.args:
+            expr = expr.args[0]
+        if isinstance(expr, nodes.Call):
+            return [expr] if infer.callee_qname(expr) in DATALOADERS else []
+        values = dataflow.assigned_values(expr)
+        if values is None and isinstance(expr, nodes.Name):
+            values = infer.parameter_arguments(expr)
+        result: List[nodes.Call] = []
+        for value in values or []:
+            result.extend(self._loaders_of(value, depth - 1))
+        return result
+
+    # ---------------------------------------------------------- sequence, image
+
+    def _sequence_and_image(self) -> None:
+        self._sequence()
+        self._image()
+
+    def _sequence(self) -> None:
+        exact: List[Resolved] = []
+        bounds: List[Resolved] = []
+        unresolved = False
+        for call in self.calls:
+            for kw in call.keywords or ():
+                if kw.arg == "max_length" and self._is_tokenizer_call(call):
+                    value = static_values.int_value(kw.value)
+                    padding = static_values.str_value(static_values.keyword(call, "padding"))
+                    if value is None:
+                        unresolved = True
+                    elif padding is not None and padding.value == "max_length":
+                        exact.append(value)
+                    else:
+                        bounds.append(value)
+                elif kw.arg in ("block_size", "max_seq_length"):
+                    value = static_values.int_value(kw.value)
+                    packing = static_values.evaluate(static_values.keyword(call, "packing"))
+                    if value is None:
+                        unresolved = True
+                    elif kw.arg == "block_size" or (packing is not None and packing.value is True):
+                        exact.append(value)
+                    else:
+                        bounds.append(value)
+        for assign in self.module.nodes_of_class(nodes.Assign):
+            for target in assign.targets:
+                if isinstance(target, nodes.AssignName) and target.name == "block_size":
+                    value = static_values.int_value(assign.value)
+                    if value is not None:
+                        exact.append(value)
+        if self.hf_args is not None:
+            arg = static_values.keyword(self.hf_args, "max_seq_length") or static_values.keyword(
+                self.hf_args, "max_length")
+            if arg is not None:
+                value = static_values.int_value(arg)
+                packing = static_values.evaluate(static_values.keyword(self.hf_args, "packing"))
+                if value is None:
+                    unresolved = True
+                elif packing is not None and packing.value is True:
+                    exact.append(value)
+                else:
+                    bounds.append(value)
+        chosen = exact or bounds
+        if not chosen:
+            if unresolved:
+                self.unknown.add("seq_len")
+            return
+        values = {v.value for v in chosen}
+        if len(values) != 1:
+            self.unknown.add("seq_len")
+            self.notes.append("several sequence lengths: {}".format(sorted(values)))
+            return
+        self.set("seq_len", chosen[0].value, chosen[0].node)
+        if not exact:
+            self.upper.add("seq_len")  # truncation to max_length: sequences may be shorter
+
+    def _is_tokenizer_call(self, call: nodes.Call) -> bool:
+        """A tokenizer call: its receiver is bound to ``*Tokenizer*.from_pretrained(...)``; a
+        name containing "tokeniz" stands in when that binding cannot be read (a parameter)."""
+        func = call.func
+        receiver: nodes.NodeNG = func
+        if isinstance(func, nodes.Attribute) and func.attrname in TOKENIZER_METHODS:
+            receiver = func.expr
+        if not isinstance(receiver, (nodes.Name, nodes.Attribute)):
+            return False
+        values = dataflow.assigned_values(receiver)
+        if values:
+            for value in values:
+                if isinstance(value, nodes.Call) and infer.method_name(value) == "from_pretrained":
+                    owner = value.func.expr.as_string() if isinstance(value.func, nodes.Attribute) else ""
+                    if "Tokenizer" in owner or "Processor" in owner:
+                        return True
+            return False
+        return "tokeniz" in receiver.as_string().lower()
+
+    def _image(self) -> None:
+        crops: List[Resolved] = []
+        resizes: List[Resolved] = []
+        unresolved = False
+        for call in self.calls:
+            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            if not dotted or not dotted.startswith("torchvision.transforms"):
+                continue
+            last = dotted.rsplit(".", 1)[-1]
+            if last not in CROPS and last not in RESIZES:
+                continue
+            value = static_values.evaluate(static_values.keyword(call, "size", 0))
+            side = _side(value)
+            if side is None:
+                unresolved = True
+                continue
+            (crops if last in CROPS else resizes).append(side)
+        chosen = crops or resizes
+        if not chosen:
+            if unresolved:
+                self.unknown.add("image_size")
+            return
+        smallest = min(chosen, key=lambda r: r.value)
+        if len({r.value for r in chosen}) > 1:
+            self.notes.append("several image sizes {}; the smallest is used".format(sorted({r.value for r in chosen})))
+        self.set("image_size", smallest.value, smallest.node)  # Resize(n) fixes the shorter side
+
+    # ------------------------------------------------- checkpointing, attention
+
+    def _checkpointing_and_attention(self) -> None:
+        for call in self.calls:
+            method = infer.method_name(call)
+            if method == "gradient_checkpointing_enable":
+                self.set("checkpointing", True, call)
+            elif infer.callee_qname(call) in ("torch.utils.checkpoint.checkpoint",
+                                              "torch.utils.checkpoint.checkpoint_sequential"):
+                self.set("checkpointing", True, call)
+            elif infer.callee_qname(call) == "torch.nn.functional.scaled_dot_product_attention":
+                if "flash" not in self.fields:
+                    self.set("flash", True, call)
+        if self.hf_args is not None and "checkpointing" not in self.fields:
+            arg = static_values.keyword(self.hf_args, "gradient_checkpointing")
+            if arg is not None:
+                value = static_values.evaluate(arg)
+                if value is None:
+                    self.unknown.add("checkpointing")
+                else:
+                    self.set("checkpointing", bool(value.value), arg)
+            elif self.hf_args_opaque:
+                self.unknown.add("checkpointing")
+        elif self.hf_args_opaque and "checkpointing" not in self.fields:
+            self.unknown.add("checkpointing")
+
+    # -------------------------------------------------------------- accumulation
+
+    def _accumulation(self) -> None:
+        args = [self.hf_args] if self.hf_args is not None else []
+        for call in self.calls:
+            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            if dotted and dotted.endswith("Accelerator"):
+                args.append(call)
+        for call in args:
+            arg = static_values.keyword(call, "gradient_accumulation_steps")
+            if arg is not None and self.set_resolved("grad_accum_steps", static_values.int_value(arg)):
+                return
+        for branch in self.module.nodes_of_class(nodes.If):
+            test = branch.test
+            if not (isinstance(test, nodes.Compare) and isinstance(test.left, nodes.BinOp) and test.left.op == "%"):
+                continue
+            if not any(infer.method_name(c) == "step" for s in branch.body for c in infer.iter_calls(s)):
+                continue
+            steps = static_values.int_value(test.left.right)
+            if steps is not None:
+                self.set("grad_accum_steps", steps.value, steps.node)
+                return
+
+    # ------------------------------------------------------------------- sharding
+
+    def _sharding(self) -> None:
+        for call in self.calls:
+            name = infer.callee_qname(call)
+            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            if name in MODEL_WRAPPERS:
+                if name.endswith("DistributedDataParallel"):
+                    self.set("sharding", "ddp", call)
+                elif name.endswith("FullyShardedDataParallel"):
+                    self._fsdp(call)
+            elif name == "torch.distributed.fsdp.fully_shard" or (dotted and dotted.endswith(".fully_shard")):
+                self.set("sharding", "fsdp", call)
+                self.unknown.add("world_size")
+            elif dotted in ("deepspeed.initialize",):
+                config = static_values.keyword(call, "config") or static_values.keyword(call, "config_params")
+                self._deepspeed(config, call)
+            elif dotted and dotted.endswith("DeepSpeedPlugin"):
+                self._deepspeed_plugin(call)
+            elif dotted and (dotted.endswith("lightning.Trainer") or dotted.endswith("pytorch.Trainer")):
+                strategy = static_values.keyword(call, "strategy")
+                if strategy is not None:
+                    value = static_values.str_value(strategy)
+                    kind = LIGHTNING_STRATEGY.get(str(value.value)) if value is not None else None
+                    if kind is None:
+                        self.unknown.add("sharding")
+                    else:
+                        self.set("sharding", kind, strategy)
+                        if kind in ("fsdp", "zero-1", "zero-2", "zero-3"):
+                            self.unknown.add("world_size")
+            elif dotted in ("accelerate.Accelerator", "accelerate.accelerator.Accelerator"):
+                if static_values.keyword(call, "deepspeed_plugin") is None and static_values.keyword(
+                        call, "fsdp_plugin") is None:
+                    self.unknown.add("sharding")  # `accelerate launch --config_file` may shard
+        if self.hf_args is not None:
+            ds = static_values.keyword(self.hf_args, "deepspeed")
+            if ds is not None:
+                self._deepspeed(ds, self.hf_args)
+            fsdp = static_values.keyword(self.hf_args, "fsdp")
+            if fsdp is not None:
+                value = static_values.evaluate(fsdp)
+                if value is None:
+                    self.unknown.add("sharding")
+                elif value.value:
+                    text = str(value.value)
+                    kind = "zero-2" if "shard_grad_op" in text else ("fsdp" if "full_shard" in text else None)
+                    if kind is None or "offload" in text or "hybrid" in text:
+                        self.unknown.add("sharding")
+                    else:
+                        self.set("sharding", kind, fsdp)
+                        self.unknown.add("world_size")
+            elif self.hf_args_opaque:
+                self.unknown.add("sharding")
+        elif self.hf_args_opaque:
+            self.unknown.add("sharding")
+
+    def _fsdp(self, call: nodes.Call) -> None:
+        strategy = static_values.keyword(call, "sharding_strategy", 2)
+        kind: Optional[str] = "fsdp"
+        if strategy is not None:
+            member = strategy.attrname if isinstance(strategy, nodes.Attribute) else None
+            kind = FSDP_STRATEGIES.get(member or "")
+        offload = static_values.keyword(call, "cpu_offload", 3)
+        if offload is not None and not (isinstance(offload, nodes.Const) and offload.value is None):
+            kind = None  # parameters offloaded to the host: not priced
+        if kind is None:
+            self.unknown.add("sharding")
+            return
+        self.set("sharding", kind, call)
+        if kind != "ddp":
+            self.unknown.add("world_size")
+
+    def _deepspeed(self, config: Optional[nodes.NodeNG], call: nodes.Call) -> None:
+        if config is None:
+            self.unknown.add("sharding")
+            return
+        value = static_values.evaluate(config)
+        data: Any = None
+        where = config
+        if value is not None and isinstance(value.value, ConfigDict):
+            data = value.value.plain()
+        elif value is not None and isinstance(value.value, str):
+            data = self._read_json(value.value)
+            if data is None:
+                self.notes.append(f"DeepSpeed config {value.value!r} not found or not JSON")
+        if not isinstance(data, dict):
+            self.unknown.add("sharding")
+            return
+        zero = data.get("zero_optimization", {})
+        stage = zero.get("stage", 0) if isinstance(zero, dict) else None
+        if stage not in (0, 1, 2, 3):
+            self.unknown.add("sharding")
+            return
+        self.set("sharding", "ddp" if stage == 0 else f"zero-{stage}", where)
+        if stage:
+            self.unknown.add("world_size")
+        optimizer_offload = _offload_device(zero.get("offload_optimizer"))
+        param_offload = _offload_device(zero.get("offload_param"))
+        if optimizer_offload is None or param_offload is None:
+            self.unknown.add("sharding")
+        else:
+            if optimizer_offload:
+                self.set("offload_optimizer", True, where)
+            if param_offload:
+                self.unknown.add("weights_layout")  # parameters offloaded to the host: not priced
+        micro = data.get("train_micro_batch_size_per_gpu")
+        if isinstance(micro, int) and not isinstance(micro, bool):
+            self.set("batch_size", micro, where)
+        accum = data.get("gradient_accumulation_steps")
+        if isinstance(accum, int) and not isinstance(accum, bool):
+            self.set("grad_accum_steps", accum, where)
+        for key, kind in (("fp16", "fp16"), ("bf16", "bf16")):
+            section = data.get(key)
+            if isinstance(section, dict):
+                enabled = section.get("enabled")
+                if enabled is True:
+                    self.set("precision", kind, where)
+                elif enabled not in (False, None):
+                    self.unknown.add("precision")
+
+    def _read_json(self, name: str) -> Any:
+        """The JSON file a script names, read beside the script (then the working folder).
+        Reading data is not executing code."""
+        here = os.path.dirname(os.path.abspath(str(getattr(self.module, "file", None) or self.filename)))
+        for folder in (here, os.getcwd()):
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and os.path.getsize(path) < 1_000_000:
+                try:
+                    with open(path, encoding="utf-8") as handle:
+                        return json.load(handle)
+                except (OSError, ValueError):
+                    return None
+        return None
+
+    def _deepspeed_plugin(self, call: nodes.Call) -> None:
+        stage = static_values.int_value(static_values.keyword(call, "zero_stage"))
+        if stage is None or stage.value not in (0, 1, 2, 3):
+            self.unknown.add("sharding")
+            return
+        self.set("sharding", "ddp" if stage.value == 0 else f"zero-{stage.value}", stage.node)
+        if stage.value:
+            self.unknown.add("world_size")
+        device = static_values.keyword(call, "offload_optimizer_device")
+        if device is not None:
+            value = static_values.str_value(device)
+            if value is None:
+                self.unknown.add("sharding")
+            elif value.value in ("cpu", "nvme"):
+                self.set("offload_optimizer", True, device)
+        params = static_values.keyword(call, "offload_param_device")
+        if params is not None:
+            value = static_values.str_value(params)
+            if value is None or value.value not in ("none",):
+                self.unknown.add("weights_layout")
+
+    # ----------------------------------------------------------------------- LoRA
+
+    def _lora(self) -> None:
+        for call in self.calls:
+            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            if dotted not in ("peft.LoraConfig", "peft.tuners.lora.LoraConfig"):
+                continue
+            self.set("lora", True, call)
+            rank = static_values.keyword(call, "r")
+            if rank is None:
+                self.set("lora_rank", 8, call)  # peft's default rank
+            else:
+                self.set_resolved("lora_rank", static_values.int_value(rank))
+            targets = static_values.keyword(call, "target_modules")
+            value = static_values.evaluate(targets) if targets is not None else None
+            if targets is None or value is None or value.value != "all-linear":
+                self.unknown.add("lora_rank")  # adapters on some layers only: fewer than priced
+            return
+
+    def _frozen(self) -> None:
+        """``requires_grad_(False)`` or ``p.requires_grad = False``: fewer trainable parameters
+        than the model has, which the cost model cannot express."""
+        for call in self.calls:
+            if infer.method_name(call) == "requires_grad_" and call.args:
+                value = static_values.evaluate(call.args[0])
+                if value is None or value.value is False:
+                    self.unknown.add("trainable")
+        for target in self.module.nodes_of_class(nodes.AssignAttr):
+            if target.attrname == "requires_grad":
+                value = dataflow._value_of_binding(target)
+                found = static_values.evaluate(value) if value is not None else None
+                if found is None or found.value is not True:
+                    self.unknown.add("trainable")
+
+
+# ==================================================================================== helpers
+
+
+def _dtype(expr: nodes.NodeNG, depth: int = 0) -> Optional[str]:
+    """``fp16``/``bf16``/``fp32`` for ``torch.bfloat16``, ``"bfloat16"``, ``args.dtype`` ..."""
+    if depth > 4:
+        return None
+    value = static_values.evaluate(expr)
+    if value is not None and isinstance(value.value, str):
+        return DTYPES.get(value.value.lower().replace("torch.", ""))
+    if isinstance(expr, (nodes.Attribute, nodes.Name)):
+        dotted = infer.dotted_name(expr)
+        if dotted and dotted.startswith("torch."):
+            return DTYPES.get(dotted[len("torch."):])
+        values = dataflow.assigned_values(expr) if isinstance(expr, nodes.Name) else None
+        if values:
+            kinds = {_dtype(v, depth + 1) for v in values}
+            return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(expr, nodes.Call) and infer.call_name(expr) == "getattr" and len(expr.args) == 2:
+        name = static_values.str_value(expr.args[1])
+        if name is not None and infer.dotted_name(expr.args[0]) == "torch":
+            return DTYPES.get(str(name.value))
+    return None
+
+
+def _looks_like_dtype(expr: nodes.NodeNG) -> bool:
+    if isinstance(expr, (nodes.Attribute, nodes.Name)):
+        dotted = infer.dotted_name(expr)
+        if dotted and dotted.startswith("torch.") and dotted[len("torch."):] in DTYPES:
+            return True
+        return "dtype" in expr.as_string().lower()
+    return False
+
+
+def _side(value: Optional[Resolved]) -> Optional[Resolved]:
+    """The image side for a transform size: ``224`` or ``(224, 224)`` (the smaller side)."""
+    if value is None:
+        return None
+    size = value.value
+    if isinstance(size, int) and not isinstance(size, bool):
+        return Resolved(size, value.node)
+    if isinstance(size, (list, tuple)) and size and all(isinstance(s, int) and not isinstance(s, bool) for s in size):
+        return Resolved(min(size), value.node)
+    return None
+
+
+def _offload_device(section: Any) -> Optional[bool]:
+    """True (host/NVMe), False (none or absent), None (not readable, e.g. "auto")."""
+    if section is None:
+        return False
+    if not isinstance(section, dict):
+        return None
+    device = section.get("device", "none")
+    if device in ("cpu", "nvme"):
+        return True
+    if device == "none":
+        return False
+    return None
+
+
+def _root_text(expr: nodes.NodeNG) -> str:
+    """``model`` for ``model.module.fc``, ``self.model`` for ``self.model.encoder``."""
+    expr = _strip_wrappers(expr)
+    while isinstance(expr, nodes.Attribute):
+        if isinstance(expr.expr, nodes.Name) and expr.expr.name == "self":
+            return "self." + expr.attrname
+        expr = expr.expr
+    return expr.name if isinstance(expr, nodes.Name) else ""
+
+
+def _root_names(optimizer: nodes.Call) -> Set[str]:
+    params = static_values.keyword(optimizer, "params", 0)
+    if params is None:
+        return set()
+    return {_root_text(c.func.expr) for c in params.nodes_of_class(nodes.Call)
+            if infer.method_name(c) in ("parameters", "named_parameters") and isinstance(c.func, nodes.Attribute)}
+
+
+def _strip_wrappers(expr: nodes.NodeNG) -> nodes.NodeNG:
+    """``model`` for ``DDP(model.to(device))``, ``torch.compile(model)``, ``model.cuda()``."""
+    for _ in range(8):
+        if not isinstance(expr, nodes.Call) or not isinstance(expr.func, (nodes.Name, nodes.Attribute)):
+            return expr
+        method = infer.method_name(expr)
+        if method in ("prepare", "setup", "prepare_model") and expr.args:
+            expr = expr.args[0]
+            continue
+        if method in MODEL_PASSTHROUGH_METHODS and isinstance(expr.func, nodes.Attribute):
+            expr = expr.func.expr
+            continue
+        qname = infer.callee_qname(expr)
+        dotted = infer.dotted_name(expr.func)
+        if (qname in MODEL_WRAPPERS or qname in MODEL_PASSTHROUGH_FUNCTIONS
+                or dotted in MODEL_PASSTHROUGH_FUNCTIONS) and expr.args:
+            expr = expr.args[0]
+            continue
+        return expr
+    return expr
+
+
+def _flow_sources(value: nodes.NodeNG) -> Iterable[Tuple[Optional[int], str]]:
+    """(tuple index or None, root name) of what an assignment's value forwards."""
+    if isinstance(value, nodes.Call) and infer.method_name(value) in ("prepare", "setup"):
+        for index, arg in enumerate(value.args):
+            yield index, _root_text(arg)
+        return
+    if isinstance(value, (nodes.Name, nodes.Attribute)):
+        yield None, _root_text(value)
+
+
+def _assigned_targets(node: nodes.NodeNG) -> List[str]:
+    """Names the value of ``node`` is assigned to, climbing through wrappers and method chains."""
+    current = node
+    for _ in range(10):
+        parent = current.parent
+        if isinstance(parent, nodes.Attribute) and parent.expr is current and isinstance(parent.parent, nodes.Call):
+            if parent.attrname in MODEL_PASSTHROUGH_METHODS:
+                current = parent.parent
+                continue
+            return []
+        if isinstance(parent, nodes.Call) and current in parent.args:
+            qname = infer.callee_qname(parent) if isinstance(parent.func, (nodes.Name, nodes.Attribute)) else None
+            dotted = infer.dotted_name(parent.func) if isinstance(parent.func, (nodes.Name, nodes.Attribute)) else None
+            method = infer.method_name(parent)
+            if method in ("prepare", "setup") and isinstance(parent.parent, nodes.Assign):
+                index = parent.args.index(current)
+                return _target_names(parent.parent.targets, index)
+            if qname in MODEL_WRAPPERS or qname in MODEL_PASSTHROUGH_FUNCTIONS or dotted in MODEL_PASSTHROUGH_FUNCTIONS \
+                    or method in ("get_peft_model", "prepare_model_for_kbit_training"):
+                current = parent
+                continue
+            return []
+        if isinstance(parent, nodes.Keyword) and parent.arg in ("module", "model"):
+            call = parent.parent
+            qname = infer.callee_qname(call) if isinstance(call, nodes.Call) else None
+            if qname in MODEL_WRAPPERS:
+                current = call
+                continue
+            return []
+        if isinstance(parent, (nodes.Assign, nodes.AnnAssign)):
+            targets = parent.targets if isinstance(parent, nodes.Assign) else [parent.target]
+            return _target_names(targets, None)
+        if isinstance(parent, nodes.Return):
+            function = parent.scope()
+            if isinstance(function, nodes.FunctionDef):
+                names: List[str] = []
+                for call in function.root().nodes_of_class(nodes.Call):
+                    if isinstance(call.func, nodes.Name) and call.func.name == function.name:
+                        names.extend(_assigned_targets(call))
+                return names
+        return []
+    return []
+
+
+def _target_names(targets: List[nodes.NodeNG], index: Optional[int]) -> List[str]:
+    names: List[str] = []
+    for target in targets:
+        if index is not None:
+            if isinstance(target, (nodes.Tuple, nodes.List)) and index < len(target.elts):
+                target = target.elts[index]
+            else:
+                continue
+        if isinstance(target, nodes.AssignName):
+            names.append(target.name)
+        elif isinstance(target, nodes.AssignAttr) and isinstance(target.expr, nodes.Name) and target.expr.name == "self":
+            names.append("self." + target.attrname)
+    return names
+
+
+def _enclosing_class(node: nodes.NodeNG) -> Optional[nodes.ClassDef]:
+    scope = node.scope()
+    while scope is not None and not isinstance(scope, nodes.ClassDef):
+        parent = scope.parent
+        scope = parent.scope() if parent is not None else None
+    return scope
+
+
+def _class_of(call: nodes.Call) -> Optional[nodes.ClassDef]:
+    return param_count.resolve_class(call.func)
+
+
+def _inside_module_class(node: nodes.NodeNG) -> bool:
+    """``node`` sits in a method of an ``nn.Module`` subclass (a layer of a model, not a model).
+    A LightningModule's ``__init__`` building its network is read as that module's layers."""
+    cls = _enclosing_class(node)
+    return cls is not None and param_count.is_module_class(cls)
+
+
+def _is_passed_to_model(call: nodes.Call) -> bool:
+    """``nn.Sequential(...)`` handed to a model's constructor (a part, not the model)."""
+    parent = call.parent
+    while isinstance(parent, (nodes.Keyword, nodes.List, nodes.Tuple, nodes.Starred)):
+        parent = parent.parent
+    if isinstance(parent, nodes.Call) and parent is not call:
+        cls = param_count.resolve_class(parent.func)
+        return cls is not None and param_count.is_module_class(cls)
+    return False
+
+
+__all__ = ["RunReading", "read_run", "run_from_module", "read_module", "DEFAULT_LORA_RANK"]
