@@ -24,7 +24,7 @@ def test_a_crashing_rule_is_reported_and_the_others_still_run(monkeypatch, capsy
         raise RuntimeError("simulated bug")
 
     monkeypatch.setattr(rule, "visit_for", boom, raising=False)
-    source = SOFTMAX + "for i in range(3):\n    pass\n"
+    source = SOFTMAX + "for i in range(3):\n    loss.backward()\n"
     result = build.analyse_file("crash.py", _lines(source), build.Settings())
     assert [f[0] for f in result["TP006"]] == [3]
     assert "TP003" not in result

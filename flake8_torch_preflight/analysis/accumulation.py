@@ -21,7 +21,7 @@ still run backward() with the step outside it.
 from __future__ import annotations
 
 import re
-from typing import Iterator, List, NamedTuple, Optional, Tuple
+from typing import Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from astroid import nodes
 
@@ -49,6 +49,10 @@ FOREACH_RESCALES = frozenset({"_foreach_div_", "_foreach_mul_"})
 HELPER_DEPTH = 2
 
 
+#: A loop, or a function run once per batch.
+Scope = Union[nodes.For, nodes.While, nodes.FunctionDef]
+
+
 class Accumulation(NamedTuple):
     """Backward calls whose gradients are summed over ``text`` micro-batches before a step."""
 
@@ -57,9 +61,15 @@ class Accumulation(NamedTuple):
     text: str  # N as a message shows it: ``accum_steps``, ``len(micro_batches)``
 
 
-def gated_accumulation(loop: "loops.Loop") -> Optional[Accumulation]:
-    """The backward calls of ``loop`` that run every iteration while its step runs every N."""
-    calls = loops.loop_calls(loop, HELPER_DEPTH)
+def gated_accumulation(loop: "Scope") -> Optional[Accumulation]:
+    """The backward calls of ``loop`` that run every iteration while its step runs every N.
+
+    ``loop`` may also be a function run once per batch (``def train_step(self, batch)``) whose
+    step is gated on a counter (``if self.step % N == 0``) or by an early ``return``."""
+    if isinstance(loop, nodes.FunctionDef):
+        calls = loops.calls_in(loop.body, HELPER_DEPTH)
+    else:
+        calls = loops.loop_calls(loop, HELPER_DEPTH)
     names = {infer.method_name(c) for c in calls}
     if "backward" not in names or "step" not in names:
         return None  # cheap syntactic check first
@@ -70,7 +80,7 @@ def gated_accumulation(loop: "loops.Loop") -> Optional[Accumulation]:
             if _backward_owned_by(anchor, loop):
                 backwards.append((anchor, inner))
             continue
-        if loops.innermost(anchor) is not loop:
+        if _owner(anchor) is not loop:
             continue
         gate = _gate(anchor, loop)
         if gate is None:
@@ -106,7 +116,13 @@ def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
     return Accumulation(found, micro[0], micro[1]) if found else None
 
 
-def _anchors(loop: "loops.Loop") -> Iterator[Tuple[nodes.Call, str, List[nodes.Call]]]:
+def _owner(node: nodes.NodeNG) -> nodes.NodeNG:
+    """The innermost loop running ``node``, else its function."""
+    inner = loops.innermost(node)
+    return inner if inner is not None else node.scope()
+
+
+def _anchors(loop: "Scope") -> Iterator[Tuple[nodes.Call, str, List[nodes.Call]]]:
     """``(call in the loop, kind, backward calls)`` for each call lexically in ``loop`` that is
     (or is a helper of the file making, outside its own loops) a step, a zero_grad or a backward."""
     for stmt in loops.body_nodes(loop):
@@ -133,17 +149,17 @@ def _anchors(loop: "loops.Loop") -> Iterator[Tuple[nodes.Call, str, List[nodes.C
                 yield call, "backward", backs
 
 
-def _backward_owned_by(anchor: nodes.Call, loop: "loops.Loop") -> bool:
+def _backward_owned_by(anchor: nodes.Call, loop: "Scope") -> bool:
     """No loop between ``anchor`` and ``loop`` steps on its own (that loop owns the backward)."""
     for inner in loops.enclosing_loops(anchor):
         if inner is loop:
             return True
         if any(gradients.stepped_optimizer(c) is not None for c in loops.loop_calls(inner, HELPER_DEPTH)):
             return False
-    return False
+    return isinstance(loop, nodes.FunctionDef) and anchor.scope() is loop
 
 
-def _gate(anchor: nodes.NodeNG, loop: "loops.Loop") -> Optional[Tuple[nodes.NodeNG, nodes.NodeNG]]:
+def _gate(anchor: nodes.NodeNG, loop: "Scope") -> Optional[Tuple[nodes.NodeNG, nodes.NodeNG]]:
     """``(gating statement, N)`` when ``anchor`` runs only every N iterations of ``loop``."""
     child = anchor
     parent = anchor.parent
@@ -162,7 +178,7 @@ def _gate(anchor: nodes.NodeNG, loop: "loops.Loop") -> Optional[Tuple[nodes.Node
 
 
 def _continue_gate(
-    block: nodes.NodeNG, child: nodes.NodeNG, loop: "loops.Loop"
+    block: nodes.NodeNG, child: nodes.NodeNG, loop: "Scope"
 ) -> Optional[Tuple[nodes.NodeNG, nodes.NodeNG]]:
     """``if i % N != 0: continue`` earlier in the same statement list as ``child``."""
     for field in ("body", "orelse", "handlers", "finalbody"):
@@ -170,14 +186,19 @@ def _continue_gate(
         if not isinstance(stmts, list) or child not in stmts:
             continue
         for stmt in stmts[: stmts.index(child)]:
-            if isinstance(stmt, nodes.If) and stmt.body and isinstance(stmt.body[-1], nodes.Continue):
+            if isinstance(stmt, nodes.If) and _exits_early(stmt):
                 divisor = _gate_divisor(stmt.test, loop, 2)
                 if divisor is not None:
                     return stmt, divisor
     return None
 
 
-def _gate_divisor(test: nodes.NodeNG, loop: "loops.Loop", depth: int) -> Optional[nodes.NodeNG]:
+def _exits_early(branch: nodes.If) -> bool:
+    """``if ...: continue`` (in a loop) or ``if ...: return`` (in a step function)."""
+    return bool(branch.body) and isinstance(branch.body[-1], (nodes.Continue, nodes.Return))
+
+
+def _gate_divisor(test: nodes.NodeNG, loop: "Scope", depth: int) -> Optional[nodes.NodeNG]:
     """N for a test that holds once every N iterations: a ``% N`` or a counter compared with N."""
     for binop in test.nodes_of_class(nodes.BinOp):
         if binop.op == "%" and not (isinstance(binop.left, nodes.Const) and isinstance(binop.left.value, str)):
@@ -197,7 +218,7 @@ def _gate_divisor(test: nodes.NodeNG, loop: "loops.Loop", depth: int) -> Optiona
     return None
 
 
-def _incremented_in(counter: nodes.NodeNG, loop: "loops.Loop") -> bool:
+def _incremented_in(counter: nodes.NodeNG, loop: "Scope") -> bool:
     if not isinstance(counter, (nodes.Name, nodes.Attribute)):
         return False
     text = dataflow.binding_text(counter)
@@ -219,7 +240,7 @@ def _gated_by(node: nodes.NodeNG, gate: nodes.NodeNG) -> bool:
     """``node`` runs under ``gate`` (inside the ``if``, or after the ``continue`` gate)."""
     if gradients.inside(node, gate):
         return True
-    if isinstance(gate, nodes.If) and gate.body and isinstance(gate.body[-1], nodes.Continue):
+    if isinstance(gate, nodes.If) and _exits_early(gate):
         return bool(node.lineno and gate.lineno and node.lineno > gate.tolineno)
     return False
 

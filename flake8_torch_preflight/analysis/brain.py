@@ -42,6 +42,8 @@ _STUB_FILES = {
     "torch.autograd": "torch/autograd.pyi",
     "torch.distributed": "torch/distributed/__init__.pyi",
     "torch.distributed.fsdp": "torch/distributed/fsdp.pyi",
+    "torch.distributed.optim": "torch/distributed/optim.pyi",
+    "torch.distributed.autograd": "torch/distributed/autograd.pyi",
 }
 
 _STUBS: Dict[str, Module] = {}

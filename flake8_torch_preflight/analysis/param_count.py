@@ -137,15 +137,22 @@ def _leaf(kind: str, count: int, attributes: Mapping[str, Any]) -> ModuleValue:
     return value
 
 
-def count_params(expr: nodes.NodeNG, env: Optional[Mapping[str, Any]] = None) -> Optional[int]:
+#: Parameters of a module some call builds that the counter cannot read itself (a catalogue
+#: model: ``AutoModel.from_pretrained("bert-base-uncased")``), or None when unknown.
+External = Callable[[nodes.Call], Optional[int]]
+
+
+def count_params(expr: nodes.NodeNG, env: Optional[Mapping[str, Any]] = None,
+                 external: Optional[External] = None) -> Optional[int]:
     """Parameters of the module ``expr`` builds, or None when not statically known."""
-    value = module_value(expr, env)
+    value = module_value(expr, env, external)
     return None if value is None else value.params
 
 
-def module_value(expr: nodes.NodeNG, env: Optional[Mapping[str, Any]] = None) -> Optional[ModuleValue]:
+def module_value(expr: nodes.NodeNG, env: Optional[Mapping[str, Any]] = None,
+                 external: Optional[External] = None) -> Optional[ModuleValue]:
     """The ``ModuleValue`` ``expr`` builds, or None (unknown, or not a module)."""
-    counter = _Counter()
+    counter = _Counter(external)
     try:
         value = counter.value(expr, dict(env or {}))
     except (GiveUp, AstroidError, RecursionError, ArithmeticError, TypeError, ValueError):
@@ -250,7 +257,8 @@ _SELF_NO_REGISTRATION = frozenset({"register_buffer", "apply", "reset_parameters
 
 
 class _Counter:
-    def __init__(self) -> None:
+    def __init__(self, external: Optional[External] = None) -> None:
+        self.external = external
         self.steps = 0
         self.depth = 0
         self.shared: Dict[int, Any] = {}
@@ -406,7 +414,10 @@ class _Counter:
             found = static_values.evaluate(call, env)
             return found if found is not None else UNKNOWN
         found = static_values.evaluate(call, env)
-        return found if found is not None else OPAQUE
+        if found is not None:
+            return found
+        count = self.external(call) if self.external is not None else None
+        return _leaf("external", count, {}) if count is not None else OPAQUE
 
     def _class_call(self, cls: nodes.ClassDef, call: nodes.Call, env: Dict[str, Any]) -> Any:
         qname = cls.qname()

@@ -3,9 +3,10 @@ optimisation step, what runs once per *element* inside a step, and which branche
 
 * A **step call** is ``<x>.backward(...)`` (``loss.backward()``, ``scaler.scale(loss).backward()``,
   ``accelerator.backward(loss)``) or ``.step()`` on a resolved optimizer or GradScaler.
-* A **step loop** owns a step call: the call's innermost loop is that loop, or the call sits
-  outside any loop in a helper function of the file that the loop calls (``loops.loop_calls``).
-  An epoch loop that calls ``train_epoch()`` (whose own batch loop backwards) is not one.
+* A **step loop** owns a step call: the call sits in the loop's body outside nested loops, or
+  in a helper function of the file that the body calls that way, outside the helper's own loops
+  (two helper levels).  An epoch loop that calls ``train_epoch()``, whose batch loop backwards,
+  is not one (``loops.loop_calls``, which TP003 uses, does not make that distinction).
 * A **step function** makes a step call outside any loop of its own (``def train_step(batch)``),
   or is a Lightning ``training_step``.  A function **runs per step** when it is a step function
   or some in-file call of it sits in a step loop or in a function that runs per step.

@@ -321,6 +321,24 @@ class _Reader:
 
     def _candidate(self, call: nodes.Call) -> Optional[_Candidate]:
         func = call.func
+        if _inside_module_class(call):
+            return None  # a layer of a model, not a model
+        found = self._candidate_kind(call)
+        if found is not None:
+            return found
+        cls = param_count.resolve_class(func)
+        if cls is None:
+            return None
+        if cls.qname() == "torch.nn.Sequential" or (
+                not cls.qname().startswith("torch.") and param_count.is_module_class(cls)):
+            if _is_passed_to_model(call):
+                return None
+            return _Candidate(call, cls.name, params=param_count.count_params(call, external=self._external_params))
+        return None
+
+    def _candidate_kind(self, call: nodes.Call) -> Optional[_Candidate]:
+        """A catalogue model built by ``call`` (from_pretrained, pipeline, torchvision, timm)."""
+        func = call.func
         method = infer.method_name(call)
         if method == "from_pretrained" and isinstance(func, nodes.Attribute):
             owner = infer.dotted_name(func.expr) or func.expr.as_string()
@@ -346,17 +364,16 @@ class _Reader:
                 return self._image_model(call, name)
             if dotted == "timm.create_model":
                 return self._image_model(call, static_values.str_value(static_values.keyword(call, "model_name", 0)))
-        if _inside_module_class(call):
-            return None  # a layer of a model, not a model
-        cls = param_count.resolve_class(func)
-        if cls is None:
-            return None
-        if cls.qname() == "torch.nn.Sequential" or (
-                not cls.qname().startswith("torch.") and param_count.is_module_class(cls)):
-            if _is_passed_to_model(call):
-                return None
-            return _Candidate(call, cls.name, params=param_count.count_params(call))
         return None
+
+    def _external_params(self, call: nodes.Call) -> Optional[int]:
+        """Parameters of a catalogue model built inside a hand-written module
+        (``self.backbone = AutoModel.from_pretrained("bert-base-uncased")``), for the counter."""
+        candidate = self._candidate_kind(call)
+        if candidate is None or candidate.quantized:
+            return None
+        return candidate.params if candidate.params is not None else (
+            candidate.spec.params if candidate.spec is not None else None)
 
     def _catalogue(self, call: nodes.Call, name: Optional[Resolved]) -> _Candidate:
         if name is None:
@@ -510,7 +527,7 @@ class _Reader:
         func = call.func
         if not isinstance(func, nodes.Attribute):
             return False
-        values = dataflow.assigned_values(func.expr) or []
+        values = [func.expr] if isinstance(func.expr, nodes.Call) else dataflow.assigned_values(func.expr) or []
         for value in values:
             if isinstance(value, nodes.Call):
                 dotted = infer.dotted_name(value.func) if isinstance(value.func, (nodes.Name, nodes.Attribute)) else None
@@ -526,7 +543,7 @@ class _Reader:
         dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
         if dotted in EXTERNAL_OPTIMIZERS:
             return EXTERNAL_OPTIMIZERS[dotted]
-        name = infer.callee_qname(call)
+        name = _class_qname(call)
         if name is not None and name.startswith("torch.optim.") and name.count(".") == 2:
             return TORCH_OPTIMIZERS.get(name, "?")
         return None
@@ -720,7 +737,7 @@ class _Reader:
     def _autocast(self) -> Any:
         found: Any = None
         for call in self.calls:
-            name = infer.callee_qname(call)
+            name = _class_qname(call)
             if name in AUTOCAST_CONTEXTS:
                 enabled = static_values.keyword(call, "enabled")
                 if enabled is not None:
@@ -793,7 +810,7 @@ class _Reader:
             if not self.hf_args_opaque:
                 self.set("batch_size", 8, self.hf_args)  # the TrainingArguments default
                 return
-        loaders = [c for c in self.calls if infer.callee_qname(c) in DATALOADERS]
+        loaders = [c for c in self.calls if _class_qname(c) in DATALOADERS]
         pipeline = self.fields.get("_pipeline")
         if not loaders and pipeline is not None:
             names = set(_assigned_targets(pipeline[0]))
@@ -853,7 +870,7 @@ class _Reader:
         while isinstance(expr, nodes.Call) and infer.call_name(expr) in ("enumerate", "tqdm", "iter", "zip") and expr.args:
             expr = expr.args[0]
         if isinstance(expr, nodes.Call):
-            return [expr] if infer.callee_qname(expr) in DATALOADERS else []
+            return [expr] if _class_qname(expr) in DATALOADERS else []
         values = dataflow.assigned_values(expr)
         if values is None and isinstance(expr, nodes.Name):
             values = infer.parameter_arguments(expr)
@@ -1023,8 +1040,10 @@ class _Reader:
 
     def _sharding(self) -> None:
         for call in self.calls:
-            name = infer.callee_qname(call)
+            name = _class_qname(call) or infer.callee_qname(call)
             dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            if name in MODEL_WRAPPERS and _class_qname(call) is None:
+                continue
             if name in MODEL_WRAPPERS:
                 if name.endswith("DistributedDataParallel"):
                     self.set("sharding", "ddp", call)
@@ -1100,6 +1119,7 @@ class _Reader:
         where = config
         if value is not None and isinstance(value.value, ConfigDict):
             data = value.value.plain()
+            where = value.node
         elif value is not None and isinstance(value.value, str):
             data = self._read_json(value.value)
             if data is None:
@@ -1210,6 +1230,14 @@ class _Reader:
 
 
 # ==================================================================================== helpers
+
+
+def _class_qname(call: nodes.Call) -> Optional[str]:
+    """The qualified name of the class ``call`` instantiates (not of an instance it calls:
+    ``model(x)`` on a DDP-wrapped model is not a new DDP)."""
+    value = infer.safe_infer(call.func)
+    return value.qname() if isinstance(value, nodes.ClassDef) else None
+
 
 
 def _dtype(expr: nodes.NodeNG, depth: int = 0) -> Optional[str]:

@@ -301,7 +301,7 @@ def _escapes(p: Provenance, scope: nodes.NodeNG, holders: FrozenSet[int], root: 
     for d in defs:
         if d.scope is not scope or isinstance(d.node.parent, nodes.Arguments):
             return True  # a global or a parameter: the caller owns it
-    return any(e.prov.deps & holders for e in p.escapes_in(scope))
+    return any(e.prov.deps & holders and not e.prov.stopped for e in p.escapes_in(scope))
 
 
 def _may_backpropagate(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:

@@ -15,6 +15,10 @@ EVAL_FUNCTION_WORDS = frozenset(
      "prediction", "predictions", "infer", "inference"}
 )
 
+#: "test" alone names an evaluation only for a function with a loop (``def test(): y = net(x)`` in a
+#: model file, or a pytest function, is a smoke test).
+TEST_WORDS = frozenset({"test", "testing"})
+
 #: Words of a loop's iterable that name a held-out split (``val_loader``, ``loaders["test"]``, ``testloader``).
 EVAL_SPLIT_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "testing", "dev", "holdout"})
 
@@ -89,7 +93,7 @@ class MissingNoGrad(Rule):
         super().__init__(ctx)  # type: ignore[arg-type]
         self._gradient_units: Dict[int, bool] = {}
         self._eval_scopes: Dict[int, bool] = {}
-        self._frozen_texts: Optional[Set[str]] = None
+        self._frozen_texts: Dict[int, Set[str]] = {}
         self._reported_lines: Set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -117,7 +121,7 @@ class MissingNoGrad(Rule):
             return  # an unresolved callee named like a model counts only after <it>.eval()
         if _backpropagated(p, node):
             return  # its output reaches a backward(): not an evaluation
-        if self._frozen(node.root(), model):
+        if self._frozen(func, model):
             return  # requires_grad_(False) on the model: no graph is recorded
         if node.lineno in self._reported_lines:
             return
@@ -145,13 +149,24 @@ class MissingNoGrad(Rule):
                 return "after {}.eval()".format(mode[1])
         return None
 
-    def _frozen(self, module: nodes.Module, model: nodes.NodeNG) -> bool:
+    def _frozen(self, func: Optional[nodes.FunctionDef], model: nodes.NodeNG) -> bool:
         """``model.requires_grad_(False)`` or ``for p in model.parameters(): p.requires_grad = False``
-        somewhere in the file, on the model or on an object it belongs to."""
-        if self._frozen_texts is None:
-            self._frozen_texts = _frozen_receivers(module)
+        on the model (or an object it belongs to) in the same function, or at module level for a
+        module-level model."""
         text = dataflow.binding_text(_unwrap(model))
-        return any(text == f or text.startswith(f + ".") for f in self._frozen_texts)
+        scopes: List[nodes.NodeNG] = [func] if func is not None else []
+        root = _unwrap(model)
+        while isinstance(root, nodes.Attribute):
+            root = root.expr
+        if func is None or (isinstance(root, nodes.Name) and root.scope() is not func and root.name not in func.locals):
+            scopes.append(model.root())
+        for scope in scopes:
+            texts = self._frozen_texts.get(id(scope))
+            if texts is None:
+                texts = self._frozen_texts[id(scope)] = _frozen_receivers(scope)
+            if any(text == f or text.startswith(f + ".") for f in texts):
+                return True
+        return False
 
     def _has_eval_calls(self, scope: nodes.NodeNG) -> bool:
         cached = self._eval_scopes.get(id(scope))
@@ -191,14 +206,21 @@ def _uses_gradients(call: nodes.Call) -> bool:
     return False
 
 
-def _frozen_receivers(module: nodes.Module) -> Set[str]:
+def _own_nodes(scope: nodes.NodeNG, klass: type) -> List[nodes.NodeNG]:
+    """Nodes of ``klass`` in a function, or in a module's own statements (not its functions)."""
+    if not isinstance(scope, nodes.Module):
+        return list(scope.nodes_of_class(klass))
+    return list(scope.nodes_of_class(klass, skip_klass=(nodes.FunctionDef, nodes.ClassDef)))
+
+
+def _frozen_receivers(scope: nodes.NodeNG) -> Set[str]:
     found: Set[str] = set()
-    for call in module.nodes_of_class(nodes.Call):
+    for call in _own_nodes(scope, nodes.Call):
         if infer.method_name(call) == "requires_grad_" and call.args:
             flag = call.args[0]
             if isinstance(flag, nodes.Const) and flag.value is False:
                 found.add(dataflow.binding_text(_unwrap(call.func.expr)))  # type: ignore[union-attr]
-    for assign in module.nodes_of_class(nodes.Assign):
+    for assign in _own_nodes(scope, nodes.Assign):
         value = assign.value
         if not (isinstance(value, nodes.Const) and value.value is False):
             continue
@@ -223,11 +245,11 @@ def _words(name: str) -> List[str]:
 
 
 def _eval_named(func: nodes.FunctionDef) -> bool:
-    words = _words(func.name)
-    if not EVAL_FUNCTION_WORDS.intersection(words):
+    words = set(_words(func.name)) & EVAL_FUNCTION_WORDS
+    if not words:
         return False
-    if func.name.startswith("test_") and next(func.nodes_of_class((nodes.For, nodes.While)), None) is None:
-        return False  # a pytest test function, not an evaluation loop
+    if words <= TEST_WORDS and next(func.nodes_of_class((nodes.For, nodes.While)), None) is None:
+        return False  # a pytest function or a model file's shape smoke test, not an evaluation loop
     return True
 
 

@@ -16,9 +16,6 @@ GRAD_RESETS = frozenset({"zero_grad"})
 #: Tensor methods that clear a ``.grad`` in place (``p.grad.zero_()``).
 GRAD_TENSOR_RESETS = frozenset({"zero_", "detach_", "fill_"})
 
-#: Optimizers that step gradients kept per distributed-autograd context: nothing to zero.
-CONTEXT_OPTIMIZERS = frozenset({"torch.distributed.optim.DistributedOptimizer"})
-
 #: ``dist_autograd.backward(context_id, [loss])`` writes gradients into its context, not .grad.
 CONTEXT_BACKWARDS = frozenset({"torch.distributed.autograd.backward"})
 
@@ -96,7 +93,7 @@ def _is_backward(call: nodes.Call) -> bool:
     ``torch.autograd.backward(loss)``: a method call named backward."""
     if infer.method_name(call) != "backward":
         return False
-    return infer.dotted_name(call.func) not in CONTEXT_BACKWARDS
+    return (infer.qname(call.func) or infer.dotted_name(call.func)) not in CONTEXT_BACKWARDS
 
 
 def _clears_grad_tensor(call: nodes.Call) -> bool:
@@ -169,18 +166,8 @@ def _is_optimizer(expr: nodes.NodeNG) -> bool:
         return True
     if infer.safe_infer(expr) is not None:
         return False  # bound to something else: a scheduler, an environment, a user object
-    if _built_by(expr, CONTEXT_OPTIMIZERS):
-        return False
     name = dataflow.terminal_name(expr)
     return name is not None and OPTIMIZER_NAME.search(name) is not None
-
-
-def _built_by(expr: nodes.NodeNG, qnames: "frozenset[str]") -> bool:
-    """``expr`` is assigned from a call to one of ``qnames`` (read through the file's imports)."""
-    values = dataflow.assigned_values(expr) if isinstance(expr, (nodes.Name, nodes.Attribute)) else None
-    return bool(values) and all(
-        isinstance(v, nodes.Call) and infer.dotted_name(v.func) in qnames for v in values or ()
-    )
 
 
 def _clears(reset: nodes.NodeNG, optimizer: nodes.NodeNG) -> bool:

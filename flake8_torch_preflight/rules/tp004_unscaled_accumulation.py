@@ -1,8 +1,9 @@
 """TP004 unscaled-accumulation: gradients summed over N micro-batches before a step, loss never divided by N.
 
 Accumulation is read from the loop structure (``analysis.accumulation``): a step gated by
-``if (i + 1) % N == 0`` (a flag computed from one, a counter, a ``continue`` gate), or an inner
-loop over micro-batches that never steps while the enclosing loop or function steps after it.
+``if (i + 1) % N == 0`` (a flag computed from one, a counter, a ``continue`` gate) in a loop or
+in a step function called per batch, or an inner loop over micro-batches that never steps while
+the enclosing loop or function steps after it.
 
 The loss passed to ``backward()`` is then traced back (``analysis.derivation``, arithmetic spine
 only): any division on the way (``loss / N``, ``loss /= N``, ``loss.div(N)``, ``* (1 / N)``, a
@@ -95,13 +96,16 @@ class UnscaledAccumulation(Rule):
         self._reported: Set[int] = set()
 
     def visit_for(self, node: nodes.For) -> None:
-        for found in (accumulation.gated_accumulation(node), accumulation.micro_batch_accumulation(node)):
-            if found is not None:
-                for call in found.backwards:
-                    self._check_backward(call, found.divisor, found.text)
+        self._check(accumulation.gated_accumulation(node))
+        self._check(accumulation.micro_batch_accumulation(node))
 
     def visit_while(self, node: nodes.While) -> None:
-        found = accumulation.gated_accumulation(node)
+        self._check(accumulation.gated_accumulation(node))
+
+    def visit_functiondef(self, node: nodes.FunctionDef) -> None:
+        self._check(accumulation.gated_accumulation(node))  # a step function called per batch
+
+    def _check(self, found: "Optional[accumulation.Accumulation]") -> None:
         if found is not None:
             for call in found.backwards:
                 self._check_backward(call, found.divisor, found.text)

@@ -17,9 +17,10 @@ generator that initialises weights unseeded.
 
 Where it reports: at the first draw, in execution order, from each unseeded
 generator (one finding per generator; the first ``default_rng()`` or
-``random.Random()`` built without a seed counts as its own generator).  Whether the seed comes before the draw is not checked.  The
-message says whether the run seeds nothing at all or only some generators
-(the intent is visible: a stronger signal).
+``random.Random()`` built without a seed counts as its own generator).
+Whether the seed comes before the draw is not checked.  The message says
+whether the run seeds nothing at all or only some generators (the intent is
+visible: a stronger signal).
 """
 from __future__ import annotations
 

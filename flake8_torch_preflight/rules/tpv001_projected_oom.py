@@ -159,11 +159,15 @@ def _assumed(reading: extract.RunReading, run: RunSpec) -> str:
     parts: List[str] = []
     if "precision" in reading.unknown:
         parts.append("precision " + run.precision)
-    if "optimizer" in reading.unknown and run.training:
-        parts.append("optimizer sgd")
+    training = run.training
+    labels = {"optimizer": "optimizer sgd", "fused_optimizer": "fused optimizer step",
+              "checkpointing": "gradient checkpointing", "flash": "flash attention"}
+    for name, label in labels.items():
+        if name in reading.unknown and (training or name == "flash"):
+            parts.append(label)
     if not parts:
         return ""
-    return " (not read from the file, taken at their lightest: {})".format(", ".join(parts))
+    return " (not read from the file, so taken at the lightest: {})".format(", ".join(parts))
 
 
 def _fix_text(solution: solver.Solution, command: str) -> str:
@@ -171,7 +175,7 @@ def _fix_text(solution: solver.Solution, command: str) -> str:
     if solution.status == "solved" and combination is not None:
         steps = ", ".join(_change(c.label, saved) for c, saved in combination.steps)
         scope = "" if combination.fits_interval else " (the point estimate; not the whole interval)"
-        return "Fix: {} make it fit{}.".format(steps, scope)
+        return "Fix: it fits with {}{}.".format(steps, scope)
     if solution.status == "nothing-fits":
         return "Fix: {}.".format(solution.message)
     savings = _known_savings(solution)

@@ -1,5 +1,7 @@
 """Stub of ``torch.distributed`` for astroid inference.  Never imported, only parsed."""
 import torch.distributed.fsdp as fsdp
+import torch.distributed.optim as optim
+import torch.distributed.autograd as autograd
 
 
 class ReduceOp:
