@@ -66,7 +66,11 @@ def gated_accumulation(loop: "Scope") -> Optional[Accumulation]:
 
     ``loop`` may also be a function run once per batch (``def train_step(self, batch)``) whose
     step is gated on a counter (``if self.step % N == 0``) or by an early ``return``."""
+    if not _has_gate(loop):
+        return None  # cheap syntactic check first: no ``if`` that holds every N iterations
     if isinstance(loop, nodes.FunctionDef):
+        if not any(infer.method_name(c) == "backward" for c in infer.iter_calls(loop)):
+            return None
         calls = loops.calls_in(loop.body, HELPER_DEPTH)
     else:
         calls = loops.loop_calls(loop, HELPER_DEPTH)
@@ -96,13 +100,15 @@ def gated_accumulation(loop: "Scope") -> Optional[Accumulation]:
 
 def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
     """The backward calls of an inner micro-batch ``loop`` whose step comes after it."""
+    micro = _micro_batch_count(loop)
+    if micro is None:
+        return None  # cheap check first: not a loop over micro-batches
     calls = loops.loop_calls(loop, HELPER_DEPTH)
     if not any(infer.method_name(c) == "backward" for c in calls):
         return None
     if any(gradients.stepped_optimizer(c) is not None or gradients.is_zero_grad(c) for c in calls):
         return None  # this loop steps (or clears) itself
-    micro = _micro_batch_count(loop)
-    if micro is None or not _steps_after(loop):
+    if not _steps_after(loop):
         return None
     outer = loops.innermost(loop)
     if rescales_gradients(loop) or rescales_gradients(outer if outer is not None else loop.scope()):
@@ -114,6 +120,19 @@ def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
         for call in inner
     ]
     return Accumulation(found, micro[0], micro[1]) if found else None
+
+
+def _has_gate(scope: "Scope") -> bool:
+    """Some ``if`` directly in ``scope`` (not in a nested def) tests an accumulation gate."""
+    stack: List[nodes.NodeNG] = list(scope.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+            continue
+        if isinstance(node, nodes.If) and _gate_divisor(node.test, scope, 2) is not None:
+            return True
+        stack.extend(node.get_children())
+    return False
 
 
 def _owner(node: nodes.NodeNG) -> nodes.NodeNG:
@@ -283,9 +302,10 @@ def _is_torch_module(expr: nodes.NodeNG) -> bool:
 
 def _fetches_batches(loop: nodes.For) -> bool:
     """The loop body pulls a batch with ``next()`` or slices a batch with the loop variable."""
-    for call in loops.loop_calls(loop, 1):
-        if infer.call_name(call) == "next" and isinstance(call.func, nodes.Name):
-            return True
+    for stmt in loop.body:
+        for call in infer.iter_calls(stmt):
+            if infer.call_name(call) == "next" and isinstance(call.func, nodes.Name):
+                return True
     targets = {t.name for t in loop.target.nodes_of_class(nodes.AssignName)}
     for sub in loop.nodes_of_class(nodes.Subscript):
         if isinstance(sub.slice, nodes.Slice) and any(n.name in targets for n in sub.slice.nodes_of_class(nodes.Name)):
@@ -302,6 +322,8 @@ def _steps_after(loop: nodes.For) -> bool:
     body = scope.body if isinstance(scope, (nodes.FunctionDef, nodes.Module)) else []
     end = loop.tolineno or 0
     for stmt in body:
+        if isinstance(stmt, (nodes.FunctionDef, nodes.ClassDef)):
+            continue
         for call in loops.calls_in([stmt], HELPER_DEPTH):
             after = (call.lineno or 0) > end and not gradients.inside(call, loop)
             if after and gradients.stepped_optimizer(call) is not None:

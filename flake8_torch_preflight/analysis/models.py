@@ -213,7 +213,8 @@ def _kind_of_producer(value: nodes.NodeNG, depth: int) -> Optional[str]:
             if PRETRAINED_NOT_MODEL.search(owner) or not PRETRAINED_MODEL_CLASS.search(owner):
                 return None
             return MODEL
-        if parts[:2] == ["torchvision", "models"] and parts[-1][:1].islower() and parts[-1] not in TORCHVISION_NOT_BUILDERS:
+        builder = parts[-1]
+        if parts[:2] == ["torchvision", "models"] and builder[:1].islower() and builder not in TORCHVISION_NOT_BUILDERS:
             return MODEL
     callee = infer.callee_qname(value) or dotted
     if callee in MODEL_PASSTHROUGH and value.args:

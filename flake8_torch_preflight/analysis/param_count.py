@@ -306,6 +306,9 @@ class _Counter:
             return items
         if isinstance(expr, (nodes.ListComp, nodes.GeneratorExp)):
             return self._comprehension(expr, env)
+        if isinstance(expr, nodes.DictComp):
+            pairs = self._comprehension(expr, env)
+            return {_plain(k): v for k, v in pairs}
         if isinstance(expr, nodes.Dict):
             result: Dict[Any, Any] = {}
             for key_node, item in expr.items:
@@ -331,7 +334,13 @@ class _Counter:
 
         def run(index: int, scope: Dict[str, Any]) -> None:
             if index == len(expr.generators):
-                results.append(self.value(expr.elt, scope))
+                if isinstance(expr, nodes.DictComp):
+                    key = static_values.evaluate(expr.key, scope)
+                    if key is None:
+                        raise GiveUp("dict key")
+                    results.append((key, self.value(expr.value, scope)))
+                else:
+                    results.append(self.value(expr.elt, scope))
                 return
             gen = expr.generators[index]
             for item in self._loop_items(gen.iter, scope):
@@ -779,10 +788,13 @@ class _Counter:
 
     def _augassign(self, stmt: nodes.AugAssign, env: Dict[str, Any]) -> None:
         target = stmt.target
-        if isinstance(target, nodes.Subscript):
-            self._skip(stmt, env, "augmented item")
+        if isinstance(target, nodes.AssignName):
+            current = env.get(target.name, UNKNOWN)
+        elif isinstance(target, nodes.AssignAttr) and _is_self(target.expr):
+            current = env.get("self." + target.attrname, UNKNOWN)
+        else:
+            self._skip(stmt, env, "augmented target")
             return
-        current = self.value(target, env)
         addend = self.value(stmt.value, env)
         if isinstance(current, list) and stmt.op == "+=":
             current.extend(self._iterate(addend))
@@ -937,7 +949,12 @@ def _as_int(value: Any) -> Optional[int]:
 
 
 def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, Resolved) else value
+    """A Python value out of a ``Resolved`` (lists and tuples element by element)."""
+    if isinstance(value, Resolved):
+        value = value.value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
 
 
 def _need_module(value: Any) -> ModuleValue:
@@ -1049,18 +1066,29 @@ def _assigned_names(stmt: nodes.NodeNG) -> Iterator[str]:
             yield "self." + node.attrname
 
 
+#: Methods of ``self`` that only read the module tree.
+_SELF_READERS = frozenset({"modules", "named_modules", "children", "named_children", "parameters",
+                           "named_parameters", "buffers", "named_buffers", "state_dict"})
+
+
 def _registers(stmt: nodes.NodeNG) -> bool:
-    """The statement may register modules or parameters (so leaving it out is unsafe)."""
-    if any(True for _ in stmt.nodes_of_class(nodes.AssignAttr)):
-        return True
-    for node in stmt.nodes_of_class(nodes.Call):
-        if infer.method_name(node) in _MUTATORS or infer.call_name(node) in ("setattr", "__init__"):
+    """The statement may register modules or parameters (so leaving it out is unsafe).
+    A loop's or branch's header (``for m in self.modules()``) only reads."""
+    parts: List[nodes.NodeNG] = [stmt]
+    if isinstance(stmt, (nodes.For, nodes.While, nodes.If)):
+        parts = list(stmt.body) + list(stmt.orelse)
+    for part in parts:
+        if any(True for _ in part.nodes_of_class(nodes.AssignAttr)):
             return True
-        if isinstance(node.func, nodes.Attribute) and _is_self(node.func.expr):
-            return True
-    for node in stmt.nodes_of_class(nodes.Subscript):
-        if isinstance(node.parent, nodes.Assign) and node in node.parent.targets:
-            return True
+        for node in part.nodes_of_class(nodes.Call):
+            if infer.method_name(node) in _MUTATORS or infer.call_name(node) in ("setattr", "__init__"):
+                return True
+            if isinstance(node.func, nodes.Attribute) and _is_self(node.func.expr) and \
+                    node.func.attrname not in _SELF_READERS | _SELF_NO_REGISTRATION:
+                return True
+        for node in part.nodes_of_class(nodes.Subscript):
+            if isinstance(node.parent, nodes.Assign) and node in node.parent.targets:
+                return True
     return False
 
 

@@ -54,9 +54,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
+from astroid.bases import BoundMethod, Instance, UnboundMethod
 
 from . import dataflow, grad, infer, models
 from .torch_names import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
@@ -162,7 +163,10 @@ MAX_STEPS = 200_000
 class _TooBig(Exception):
     """The file needs more work than MAX_STEPS: give up on it."""
 
+
 _EMPTY: FrozenSet = frozenset()
+_GRAD_OFF_WORDS = frozenset({"no_grad", "inference_mode", "set_grad_enabled"})
+_TRY_NODES = tuple(getattr(nodes, name) for name in ("Try", "TryStar") if hasattr(nodes, name))
 _MEMO_KEY = "provenance"
 
 
@@ -328,9 +332,11 @@ class Provenance:
         self._qname_memo: Dict[int, Optional[str]] = {}
         self._func_memo: Dict[int, Optional[nodes.FunctionDef]] = {}
         self._unresolved_memo: Dict[int, bool] = {}
+        self._callee_memo: Dict[int, Optional[object]] = {}
         self._start_memo: Dict[int, str] = {}
         self._sites_memo: Dict[int, List[nodes.Call]] = {}
         self._calls_by_name: Optional[Dict[str, List[nodes.Call]]] = None
+        self._grad_off_names: Optional[bool] = None
         self._confirmed: Set[int] = set()
         self._confirmed_defs: Set[int] = set()
         self._maybe_models: Set[int] = set()
@@ -339,7 +345,7 @@ class Provenance:
             self._reset()
             try:
                 self._run()
-            except _TooBig:
+            except (_TooBig, RecursionError):
                 self._reset()  # nothing is known: every query answers "unknown"
                 break
             if (len(self._confirmed), len(self._confirmed_defs)) == before:
@@ -396,6 +402,22 @@ class Provenance:
             scope = scope.parent.scope() if scope.parent is not None else self.module
         return scope
 
+    def graph_defs(self, prov: Prov) -> Set[int]:
+        """Ids of the Defs ``prov`` was computed from that themselves carry a graph."""
+        found: Set[int] = set()
+        for ident in prov.deps:
+            d = self._defs_by_id.get(ident)
+            if d is not None and d.prov.graph:
+                found.add(ident)
+        return found
+
+    def covers(self, backward: Backward, prov: Prov) -> bool:
+        """Does ``backward`` run through the graph of a value recorded as ``prov`` (same source
+        calls, or computed from the same grad-bearing bindings), freeing its saved activations?"""
+        if backward.prov.sources & prov.sources:
+            return True
+        return bool(backward.prov.deps & self.graph_defs(prov))
+
     def backwards_in(self, scope: nodes.NodeNG) -> List[Backward]:
         return [b for b in self.backwards if b.scope is scope]
 
@@ -435,13 +457,15 @@ class Provenance:
         """The function has call sites in the file and every one runs with autograd off
         (a ``no_grad`` block, a decorated caller, a Lightning eval hook, or a caller that
         is itself only called that way, ``depth`` levels up)."""
+        if not self._grad_off_in_file():
+            return False  # nothing in the file turns autograd off: skip the call-site search
         sites = self.call_sites(func)
         if not sites:
             return False
         for site in sites:
             if grad.grad_disabled(site):
                 continue
-            caller = site.scope()
+            caller = self.scope_of(site)
             if isinstance(caller, nodes.FunctionDef) and caller is not func:
                 if grad.function_grad_off(caller) or self.is_lightning_eval_hook(caller):
                     continue
@@ -449,6 +473,22 @@ class Provenance:
                     continue
             return False
         return True
+
+    def _grad_off_in_file(self) -> bool:
+        """Cheap syntactic test: the file names a grad-off context or defines a Lightning eval hook."""
+        if self._grad_off_names is None:
+            found = False
+            kinds = (nodes.Name, nodes.Attribute, nodes.FunctionDef, nodes.ImportFrom)
+            for node in self.module.nodes_of_class(kinds):
+                if isinstance(node, nodes.ImportFrom):
+                    labels = [name for name, _ in node.names]
+                else:
+                    labels = [node.attrname if isinstance(node, nodes.Attribute) else node.name]
+                if any(label in _GRAD_OFF_WORDS or label in LIGHTNING_EVAL_HOOKS for label in labels):
+                    found = True
+                    break
+            self._grad_off_names = found
+        return self._grad_off_names
 
     # ------------------------------------------------------------ the runs
     def _reset(self) -> None:
@@ -529,6 +569,12 @@ class Provenance:
                 name = infer.dotted_name(call.func)
             self._qname_memo[key] = name
         return self._qname_memo[key]
+
+    def _callee(self, call: nodes.Call) -> Optional[object]:
+        key = id(call.func)
+        if key not in self._callee_memo:
+            self._callee_memo[key] = infer.safe_infer(call.func)
+        return self._callee_memo[key]
 
     def _unresolved(self, expr: nodes.NodeNG) -> bool:
         key = id(expr)
@@ -722,9 +768,7 @@ class _Runner:
             return None
         if isinstance(stmt, (nodes.FunctionDef, nodes.ClassDef)):
             return env
-        try_node = getattr(nodes, "Try", None)
-        try_star = getattr(nodes, "TryStar", None)
-        if (try_node is not None and isinstance(stmt, try_node)) or (try_star is not None and isinstance(stmt, try_star)):
+        if isinstance(stmt, _TRY_NODES):
             return self.try_(stmt, env)
         match = getattr(nodes, "Match", None)
         if match is not None and isinstance(stmt, match):
@@ -748,7 +792,8 @@ class _Runner:
                 old_defs = self.outer_defs(target, target.name)
             self.p._reach[id(target)] = self.p._reach.get(id(target), _EMPTY) | old_defs
             old = join_all((d.prov for d in old_defs), UNKNOWN)
-            old = Prov(old.sources, old.maybe, old.params, old.deps | frozenset(id(d) for d in old_defs), old.leaf, old.stopped)
+            old_ids = frozenset(id(d) for d in old_defs)
+            old = Prov(old.sources, old.maybe, old.params, old.deps | old_ids, old.leaf, old.stopped)
             new = self.gate(derived(join(old, value)), stmt, env)
             self.p._record(target, new)
             self.bind(target, new, env)
@@ -1100,7 +1145,13 @@ class _Runner:
         return Prov(deps=everything.deps)
 
     def named_call(
-        self, call: nodes.Call, name: str, args: List[Prov], kwargs: Dict[Optional[str], Prov], everything: Prov, env: _Env
+        self,
+        call: nodes.Call,
+        name: str,
+        args: List[Prov],
+        kwargs: Dict[Optional[str], Prov],
+        everything: Prov,
+        env: _Env,
     ) -> Optional[Prov]:
         """Calls resolved by qualified name (torch, builtins, math/numpy); None = not decided here."""
         if name in AUTOGRAD_BACKWARD:
@@ -1140,8 +1191,11 @@ class _Runner:
             self.p._call_kinds[id(call)] = MODEL_CALL
             return self.gate(Prov(sources=frozenset({id(call)}), deps=everything.deps), call, env)
         if name.startswith("torch.") and not name.startswith("torch.nn.") or name.startswith("torch.nn.functional."):
-            if isinstance(infer.safe_infer(call.func), nodes.ClassDef):
+            callee = self.p._callee(call)
+            if isinstance(callee, nodes.ClassDef):
                 return Prov(deps=everything.deps)  # constructing a torch object
+            if isinstance(callee, Instance) and not isinstance(callee, (BoundMethod, UnboundMethod)):
+                return None  # calling a torch object (an FSDP-wrapped model): decided by models.kind
             return self.gate(derived(everything), call, env)  # torch functions and Tensor methods
         return None
 
@@ -1159,7 +1213,12 @@ class _Runner:
         return self.gate(Prov(sources=frozenset({id(call)}) | everything.sources, deps=everything.deps), call, env)
 
     def helper_call(
-        self, call: nodes.Call, helper: nodes.FunctionDef, args: List[Prov], kwargs: Dict[Optional[str], Prov], env: _Env
+        self,
+        call: nodes.Call,
+        helper: nodes.FunctionDef,
+        args: List[Prov],
+        kwargs: Dict[Optional[str], Prov],
+        env: _Env,
     ) -> Prov:
         summary = self.p._summary(helper)
         params = [a.name for a in list(helper.args.posonlyargs or []) + list(helper.args.args or [])]
@@ -1305,6 +1364,22 @@ def _first_argument(call: nodes.Call, keyword: str) -> Optional[nodes.NodeNG]:
     if call.args:
         return call.args[0]
     return _keyword(call, keyword)
+
+
+def source_text(node: nodes.NodeNG, lines: Sequence[str]) -> Optional[str]:
+    """The source of ``node`` as written, whitespace collapsed (None without positions).
+
+    Read from the file's lines rather than unparsed with ``as_string()``, which recurses
+    and overflows on long expressions."""
+    start, col = getattr(node, "lineno", None), getattr(node, "col_offset", None)
+    end, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+    if None in (start, col, end, end_col) or not 0 < start <= end <= len(lines) or end - start > 20:
+        return None
+    if start == end:
+        text = lines[start - 1][col:end_col]
+    else:
+        text = lines[start - 1][col:] + "".join(lines[start:end - 1]) + lines[end - 1][:end_col]
+    return " ".join(text.split())
 
 
 def of(ctx: "FileContext") -> Provenance:

@@ -25,6 +25,7 @@ included, and are returned as they are.
 from __future__ import annotations
 
 import operator
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
@@ -200,10 +201,7 @@ def _number(value: Any) -> bool:
 
 def _name(name: nodes.Name, env: Env, depth: int) -> Optional[Resolved]:
     if name.name in env:
-        bound = env[name.name]
-        if isinstance(bound, Resolved):
-            return bound
-        return None if isinstance(bound, Unknown) else Resolved(bound, name)
+        return _from_env(env[name.name], name)
     if name.name in ("True", "False", "None"):
         return Resolved({"True": True, "False": False, "None": None}[name.name], name)
     try:
@@ -223,8 +221,24 @@ def _name(name: nodes.Name, env: Env, depth: int) -> Optional[Resolved]:
     return found
 
 
+def _from_env(bound: Any, node: nodes.NodeNG) -> Optional[Resolved]:
+    """A value an interpreter bound: a ``Resolved`` as it is; a Python list or tuple of
+    ``Resolved`` items as one value; ``UNKNOWN`` and lists holding other things as unknown."""
+    if isinstance(bound, Resolved):
+        return bound
+    if isinstance(bound, Unknown):
+        return None
+    if isinstance(bound, (list, tuple)):
+        if not all(isinstance(item, Resolved) for item in bound):
+            return None
+        return Resolved(type(bound)(item.value for item in bound), node)
+    return Resolved(bound, node)
+
+
 def _binding_value(binding: nodes.NodeNG, use: nodes.NodeNG, env: Env, depth: int) -> Optional[Resolved]:
     same_scope = binding.scope() is use.scope()
+    if isinstance(binding.scope(), nodes.Module) and rewritten_later(binding):
+        return None
     scope_env = env if same_scope else {}
     if isinstance(binding, nodes.AssignName):
         parent = binding.parent
@@ -241,9 +255,77 @@ def _binding_value(binding: nodes.NodeNG, use: nodes.NodeNG, env: Env, depth: in
     return None
 
 
+def parameter_arguments(use: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+    """Argument expressions every in-file call site passes for a parameter: plain functions
+    through ``infer.parameter_arguments``; ``__init__`` parameters through the class's
+    constructor calls (``Trainer(args)``). None when unknown."""
+    found = infer.parameter_arguments(use)
+    if found is not None:
+        return found
+    try:
+        _, bindings = use.lookup(use.name)
+    except (AstroidError, RecursionError):
+        return None
+    if len(bindings) != 1 or not isinstance(bindings[0].parent, nodes.Arguments):
+        return None
+    arguments = bindings[0].parent
+    function = arguments.parent
+    if not isinstance(function, nodes.FunctionDef) or function.name != "__init__":
+        return None
+    cls = function.parent
+    if not isinstance(cls, nodes.ClassDef):
+        return None
+    positional = [a.name for a in (arguments.posonlyargs or []) + (arguments.args or [])][1:]
+    calls = [c for c in cls.root().nodes_of_class(nodes.Call)
+             if isinstance(c.func, nodes.Name) and c.func.name == cls.name]
+    if not calls:
+        return None
+    result: List[nodes.NodeNG] = []
+    for call in calls:
+        if has_opaque_arguments(call):
+            return None
+        value = keyword(call, use.name, positional.index(use.name) if use.name in positional else None)
+        if value is None:
+            try:
+                value = arguments.default_value(use.name)
+            except Exception:
+                return None
+        result.append(value)
+    return result
+
+
+_GLOBAL_REWRITES: "weakref.WeakKeyDictionary[nodes.Module, List[int]]" = weakref.WeakKeyDictionary()
+
+
+def rewritten_later(binding: nodes.NodeNG) -> bool:
+    """A module-level name assigned before a module-level ``exec(...)`` or ``globals()``
+    write (nanoGPT's ``exec(open('configurator.py').read())`` overrides globals from the
+    command line): its value is whatever runs, not what is written."""
+    module = binding.root()
+    lines = _GLOBAL_REWRITES.get(module)
+    if lines is None:
+        lines = []
+        for call in module.nodes_of_class(nodes.Call):
+            if isinstance(call.scope(), nodes.Module) and _rewrites_globals(call):
+                lines.append(int(call.lineno or 0))
+        _GLOBAL_REWRITES[module] = lines
+    line = int(getattr(binding, "lineno", 0) or 0)
+    return any(line < rewrite for rewrite in lines)
+
+
+def _rewrites_globals(call: nodes.Call) -> bool:
+    func = call.func
+    if isinstance(func, nodes.Name) and func.name in ("exec", "execfile"):
+        return True
+    if isinstance(func, nodes.Attribute) and func.attrname in ("update", "__setitem__", "setdefault"):
+        receiver = func.expr
+        return isinstance(receiver, nodes.Call) and infer.call_name(receiver) in ("globals", "vars")
+    return False
+
+
 def _parameter(use: nodes.Name, depth: int) -> Optional[Resolved]:
-    """A plain function's parameter: the value every in-file call site passes (defaults count)."""
-    arguments = infer.parameter_arguments(use)
+    """A parameter: the value every in-file call site passes (defaults count)."""
+    arguments = parameter_arguments(use)
     if not arguments:
         return None
     found: Optional[Resolved] = None
@@ -326,10 +408,7 @@ class _Instance:
 def _attribute(attr: nodes.Attribute, env: Env, depth: int) -> Optional[Resolved]:
     key = attr.as_string()
     if key in env:
-        bound = env[key]
-        if isinstance(bound, Resolved):
-            return bound
-        return None if isinstance(bound, Unknown) else Resolved(bound, attr)
+        return _from_env(env[key], attr)
     base = _base_object(attr.expr, env, depth)
     if isinstance(base, _Namespace):
         return _argparse_default(base.call, attr.attrname, depth)
@@ -384,7 +463,7 @@ def _base_object(expr: nodes.NodeNG, env: Env, depth: int) -> Any:
                     binding.parent.parent, nodes.Assign) else None
                 obj = resolved.value if resolved is not None else None
             elif isinstance(binding.parent, nodes.Arguments):
-                arguments = infer.parameter_arguments(expr) or []
+                arguments = parameter_arguments(expr) or []
                 objs = [_base_object(a, {}, depth + 1) for a in arguments]
                 if objs and all(o is not None and o == objs[0] for o in objs):
                     obj = objs[0]

@@ -161,6 +161,10 @@ class RunReading:
     unknown: FrozenSet[str] = frozenset()
     upper_bounds: FrozenSet[str] = frozenset()
     notes: Tuple[str, ...] = ()
+    #: True when the file puts the run on a GPU (``.cuda()``, ``.to("cuda")``, DDP, a Trainer,
+    #: accelerate, DeepSpeed ...), False when the model is explicitly moved to the CPU, None
+    #: when the file does not say (a plain script with no device placement runs on the CPU).
+    on_gpu: Optional[bool] = None
 
 
 def read_run(path: str) -> RunSpec:
@@ -260,7 +264,9 @@ class _Reader:
         self._lora()
         self._frozen()
         run = self._run()
+        placement = self._placement()
         return RunReading(
+            on_gpu=placement,
             run=run,
             model_node=candidate.node if candidate is not None else None,
             model_name=candidate.name if candidate is not None else None,
@@ -299,8 +305,18 @@ class _Reader:
             candidate.trained = any(self._tied(opt, candidate) for opt in optimizers) or self._given_to_trainer(
                 candidate)
         trained = [c for c in candidates if c.trained] or candidates
-        known = [c for c in trained if c.spec is not None or c.params is not None]
-        chosen = max(known, key=lambda c: c.params or (c.spec.params if c.spec else 0)) if known else trained[0]
+        known = [c for c in trained if _size(c) is not None]
+        chosen = max(known, key=lambda c: _size(c) or 0) if known else trained[0]
+        alternatives = [c for c in trained if c.names & chosen.names]
+        if len(alternatives) > 1:
+            # the same name bound to several models (branches on a flag): the run uses one
+            # of them, so the smallest is the bound, and an unknown one leaves it unknown
+            if any(_size(c) is None for c in alternatives):
+                chosen = next(c for c in alternatives if _size(c) is None)
+                self.notes.append("several models may be bound to {}; one of them is not counted".format(
+                    ", ".join(sorted(chosen.names))))
+            else:
+                chosen = min(alternatives, key=lambda c: _size(c) or 0)
         self.model_names = chosen.names
         self.model_node = chosen.node
         line = chosen.node
@@ -328,10 +344,13 @@ class _Reader:
             return found
         cls = param_count.resolve_class(func)
         if cls is None:
-            return None
+            factory = _model_factory(call)
+            if factory is None:
+                return None
+            return _Candidate(call, factory.name, params=param_count.count_params(call, external=self._external_params))
         if cls.qname() == "torch.nn.Sequential" or (
                 not cls.qname().startswith("torch.") and param_count.is_module_class(cls)):
-            if _is_passed_to_model(call):
+            if _is_passed_to_model(call) or _returned_from_factory(call):
                 return None
             return _Candidate(call, cls.name, params=param_count.count_params(call, external=self._external_params))
         return None
@@ -913,7 +932,9 @@ class _Reader:
             for target in assign.targets:
                 if isinstance(target, nodes.AssignName) and target.name == "block_size":
                     value = static_values.int_value(assign.value)
-                    if value is not None:
+                    if isinstance(target.scope(), nodes.Module) and static_values.rewritten_later(target):
+                        unresolved = True
+                    elif value is not None:
                         exact.append(value)
         if self.hf_args is not None:
             arg = static_values.keyword(self.hf_args, "max_seq_length") or static_values.keyword(
@@ -1194,6 +1215,51 @@ class _Reader:
             if value is None or value.value not in ("none",):
                 self.unknown.add("weights_layout")
 
+    # ------------------------------------------------------------------ placement
+
+    def _placement(self) -> Optional[bool]:
+        """Where the model runs: see ``RunReading.on_gpu``."""
+        evidence = False
+        for call in self.calls:
+            method = infer.method_name(call)
+            if method == "cpu" and isinstance(call.func, nodes.Attribute) and self._is_model_expr(call.func.expr):
+                return False
+            if method == "to" and isinstance(call.func, nodes.Attribute) and self._is_model_expr(call.func.expr):
+                device = static_values.keyword(call, "device", 0)
+                if device is not None and _dtype(device) is None:
+                    kind = _device_kind(device)
+                    if kind == "cpu":
+                        return False
+                    evidence = True
+            if method in ("cuda", "set_device", "set_default_device") or _device_kind(call) == "cuda":
+                evidence = True
+            name = _class_qname(call)
+            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            if name in MODEL_WRAPPERS or (dotted and (
+                    dotted.startswith(("deepspeed.", "accelerate.")) or HF_TRAINERS.match(dotted)
+                    or dotted.endswith(("lightning.Trainer", "pytorch.Trainer", ".Fabric")))):
+                evidence = True
+            if self._cpu_framework(call, dotted):
+                return False
+            for kw in call.keywords or ():
+                if kw.arg == "device_map" or (kw.arg == "device" and _device_kind(kw.value) == "cuda"):
+                    evidence = True
+        return True if evidence else None
+
+    def _cpu_framework(self, call: nodes.Call, dotted: Optional[str]) -> bool:
+        """``Accelerator(cpu=True)``, ``Trainer(accelerator="cpu")``, ``TrainingArguments(use_cpu=True)``."""
+        for key in ("cpu", "use_cpu", "no_cuda"):
+            arg = static_values.keyword(call, key)
+            if arg is not None and dotted and (dotted.startswith(("accelerate.", "transformers.", "trl."))):
+                value = static_values.evaluate(arg)
+                if value is not None and value.value is True:
+                    return True
+        accelerator = static_values.keyword(call, "accelerator")
+        if accelerator is not None and dotted and dotted.endswith(("lightning.Trainer", "pytorch.Trainer", ".Fabric")):
+            value = static_values.str_value(accelerator)
+            return value is not None and value.value == "cpu"
+        return False
+
     # ----------------------------------------------------------------------- LoRA
 
     def _lora(self) -> None:
@@ -1232,6 +1298,12 @@ class _Reader:
 # ==================================================================================== helpers
 
 
+def _size(candidate: _Candidate) -> Optional[int]:
+    if candidate.params is not None:
+        return candidate.params
+    return candidate.spec.params if candidate.spec is not None else None
+
+
 def _class_qname(call: nodes.Call) -> Optional[str]:
     """The qualified name of the class ``call`` instantiates (not of an instance it calls:
     ``model(x)`` on a DDP-wrapped model is not a new DDP)."""
@@ -1260,6 +1332,24 @@ def _dtype(expr: nodes.NodeNG, depth: int = 0) -> Optional[str]:
         if name is not None and infer.dotted_name(expr.args[0]) == "torch":
             return DTYPES.get(str(name.value))
     return None
+
+
+def _device_kind(expr: nodes.NodeNG) -> Optional[str]:
+    """``"cuda"`` / ``"cpu"`` for a device expression (``"cuda:0"``, ``torch.device("cuda", r)``,
+    a name bound to one, an argparse default), None when unknown or not a device."""
+    if isinstance(expr, nodes.Call) and infer.callee_qname(expr) == "torch.device" and expr.args:
+        expr = expr.args[0]
+    elif isinstance(expr, nodes.Call):
+        return None
+    value = static_values.str_value(expr)
+    if value is None and isinstance(expr, nodes.Name):
+        values = dataflow.assigned_values(expr) or []
+        kinds = {_device_kind(v) for v in values if not isinstance(v, nodes.Name)}
+        return kinds.pop() if len(kinds) == 1 else None
+    if value is None:
+        return None
+    text = str(value.value).split(":")[0]
+    return text if text in ("cuda", "cpu") else None
 
 
 def _looks_like_dtype(expr: nodes.NodeNG) -> bool:
@@ -1423,6 +1513,28 @@ def _inside_module_class(node: nodes.NodeNG) -> bool:
     A LightningModule's ``__init__`` building its network is read as that module's layers."""
     cls = _enclosing_class(node)
     return cls is not None and param_count.is_module_class(cls)
+
+
+def _model_factory(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """A function of the checked file that returns a module it builds (``def build(): return
+    nn.Sequential(...)``), called here: the call builds the model."""
+    function = infer.function_def(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+    if function is None or function.root() is not call.root() or function.is_method():
+        return None
+    for ret in function.nodes_of_class(nodes.Return):
+        value = ret.value
+        if ret.scope() is function and isinstance(value, nodes.Call):
+            cls = param_count.resolve_class(value.func)
+            if cls is not None and param_count.is_module_class(cls):
+                return function
+    return None
+
+
+def _returned_from_factory(call: nodes.Call) -> bool:
+    """``return nn.Sequential(...)`` in a factory function: its callers build the model."""
+    return isinstance(call.parent, nodes.Return) and isinstance(call.scope(), nodes.FunctionDef) and any(
+        isinstance(c.func, nodes.Name) and c.func.name == call.scope().name
+        for c in call.root().nodes_of_class(nodes.Call))
 
 
 def _is_passed_to_model(call: nodes.Call) -> bool:

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, Optional, Set
+from typing import FrozenSet, Optional, Sequence
 
 from astroid import nodes
 
-from ..analysis import infer, loops, provenance
-from ..analysis.provenance import Backward, Prov, Provenance
+from ..analysis import accumulators, infer, loops, provenance
+from ..analysis.provenance import Prov, Provenance, source_text
 from ._base import Rule, register
 
 #: Container methods that keep their argument beyond the iteration (lists, deques).
@@ -15,12 +15,6 @@ STORE_METHODS = frozenset({"append", "extend", "insert", "appendleft", "extendle
 
 #: In-place tensor accumulation into a receiver that outlives the iteration.
 INPLACE_ACCUMULATE = frozenset({"add_", "sub_"})
-
-#: Operators that fold a value into the name on the left (``x = x + loss``).
-ACCUMULATING_OPERATORS = frozenset({"+", "-", "*", "/"})
-
-#: torch functions that grow a tensor from itself (``outs = torch.cat([outs, out])``).
-GROWING_FUNCTIONS = frozenset({"torch.cat", "torch.concat", "torch.stack", "torch.add", "torch.vstack", "torch.hstack"})
 
 #: Fallback by name: an opaque callee (nothing resolves it) that receives the stored value and may
 #: run backward itself (timm's NativeScaler ``loss_scaler(loss, opt)``, apex ``scale_loss``, a
@@ -104,9 +98,7 @@ class GraphRetention(Rule):
         if loop is None:
             return
         container = node.func.expr  # type: ignore[union-attr]
-        value = node.args[index]
-        shown = value.elts[0] if isinstance(value, (nodes.List, nodes.Tuple)) and len(value.elts) == 1 else None
-        self._check(node, value, container, loop, frozenset(), shown=shown)
+        self._check(node, node.args[index], container, loop, frozenset())
 
     def visit_augassign(self, node: nodes.AugAssign) -> None:
         loop = loops.innermost(node)
@@ -114,7 +106,7 @@ class GraphRetention(Rule):
             return
         p = provenance.of(self.ctx)
         target = node.target
-        if isinstance(target, (nodes.AssignName, nodes.AssignAttr)) and _self_or_name(target):
+        if accumulators.is_name_or_self_attr(target):
             new = p.value(target)
             if new is None or not new.graph:
                 return  # computed with autograd off, or nothing grad-bearing was added
@@ -134,9 +126,9 @@ class GraphRetention(Rule):
             if loop is not None:
                 self._check(node, node.value, target.value, loop, frozenset())
             return
-        if not isinstance(target, (nodes.AssignName, nodes.AssignAttr)) or not _self_or_name(target):
+        if not accumulators.is_name_or_self_attr(target):
             return
-        folded = _folded_operand(node.value, target)
+        folded = accumulators.folded_operand(node.value, target)
         if folded is None:
             return
         loop = loops.innermost(node)
@@ -146,7 +138,7 @@ class GraphRetention(Rule):
         if not p.carries_graph(node.value):
             return
         made = p.def_of(target)
-        added = _added_value(node.value, folded)
+        added = accumulators.added_value(node.value, folded)
         self._check(node, added, folded, loop, frozenset({id(made)}) if made is not None else frozenset(),
                     whole=node.value)
 
@@ -159,13 +151,12 @@ class GraphRetention(Rule):
         loop: "loops.Loop",
         made: FrozenSet[int],
         whole: Optional[nodes.NodeNG] = None,
-        shown: Optional[nodes.NodeNG] = None,
     ) -> None:
         p = provenance.of(self.ctx)
         stored = p.value(whole if whole is not None else value)
         if stored is None or not stored.graph:
             return
-        root = _root(container)
+        root = accumulators.container_root(container)
         if root is None:
             return
         defs = p.reaching_defs(root)
@@ -173,7 +164,7 @@ class GraphRetention(Rule):
             return
         if not defs and not isinstance(root, (nodes.Attribute, nodes.AssignAttr)):
             return  # a name the analysis cannot bind (a builtin, a star import): unknown
-        if defs and all(_inside(d.node, loop) for d in defs):
+        if defs and all(accumulators.inside(d.node, loop) for d in defs):
             return  # a container created fresh in this iteration
         holders = frozenset(id(d) for d in defs) | made
         scope = p.scope_of(store)
@@ -181,10 +172,10 @@ class GraphRetention(Rule):
         for b in p.backwards_in(scope):
             if b.prov.deps & holders:
                 return  # a later backward() needs what was kept (micro-batches summed, then backpropagated)
-            if id(b.call) not in in_loop and _covers(p, b, stored):
+            if id(b.call) not in in_loop and p.covers(b, stored):
                 return  # a backward() outside the loop runs through it anyway (decoder steps, unrolled RNNs)
         per_iteration = [b for b in p.backwards if id(b.call) in in_loop]
-        covering = [b for b in per_iteration if _covers(p, b, stored)]
+        covering = [b for b in per_iteration if p.covers(b, stored)]
         if not per_iteration:
             if _escapes(p, scope, holders, root, defs):
                 return  # handed to the caller, who may backpropagate it (a forward, a chunked loss)
@@ -197,101 +188,7 @@ class GraphRetention(Rule):
             if not covering and _may_backpropagate(p, loop, stored):
                 return
             case = _OOM
-        self.report(store, value=_text(shown if shown is not None else value), case=case)
-
-
-def _self_or_name(target: nodes.NodeNG) -> bool:
-    if isinstance(target, nodes.AssignName):
-        return True
-    return isinstance(target, nodes.AssignAttr) and isinstance(target.expr, nodes.Name) and target.expr.name == "self"
-
-
-def _same_binding(expr: nodes.NodeNG, target: nodes.NodeNG) -> bool:
-    if isinstance(target, nodes.AssignName):
-        return isinstance(expr, nodes.Name) and expr.name == target.name
-    return (
-        isinstance(expr, nodes.Attribute)
-        and expr.attrname == target.attrname  # type: ignore[union-attr]
-        and isinstance(expr.expr, nodes.Name)
-        and expr.expr.name == "self"
-    )
-
-
-def _folded_operand(value: nodes.NodeNG, target: nodes.NodeNG) -> Optional[nodes.NodeNG]:
-    """The read of ``target`` that ``value`` folds into itself: ``x + loss``, ``torch.cat([x, out])``."""
-    if isinstance(value, nodes.BinOp) and value.op in ACCUMULATING_OPERATORS:
-        for side in (value.left, value.right):
-            if _same_binding(side, target):
-                return side
-            found = _folded_operand(side, target) if isinstance(side, nodes.BinOp) else None
-            if found is not None:
-                return found
-        return None
-    if isinstance(value, nodes.Call):
-        if infer.method_name(value) in ("add", "sub") and isinstance(value.func, nodes.Attribute):
-            return value.func.expr if _same_binding(value.func.expr, target) else None
-        name = infer.call_name(value)
-        if name in ("cat", "concat", "stack", "add", "vstack", "hstack") and value.args:
-            if infer.callee_qname(value) not in GROWING_FUNCTIONS:
-                return None
-            first = value.args[0]
-            parts = first.elts if isinstance(first, (nodes.List, nodes.Tuple)) else value.args
-            for part in parts:
-                if _same_binding(part, target):
-                    return part
-    return None
-
-
-def _added_value(value: nodes.NodeNG, folded: nodes.NodeNG) -> nodes.NodeNG:
-    """What is folded into the accumulator (for the message): the other operand when there is one."""
-    if isinstance(value, nodes.BinOp):
-        if value.left is folded:
-            return value.right
-        if value.right is folded:
-            return value.left
-    if isinstance(value, nodes.Call):
-        if isinstance(value.func, nodes.Attribute) and value.func.expr is folded and value.args:
-            return value.args[0]
-        first = value.args[0] if value.args else None
-        if isinstance(first, (nodes.List, nodes.Tuple)):
-            others = [e for e in first.elts if e is not folded]
-            if len(others) == 1:
-                return others[0]
-    return value
-
-
-def _root(container: nodes.NodeNG) -> Optional[nodes.NodeNG]:
-    """The name (or ``self.attr``) a container expression hangs from: ``history`` in ``history[k].append``."""
-    node = container
-    while True:
-        if isinstance(node, (nodes.Name, nodes.AssignName)):
-            return node
-        if isinstance(node, (nodes.Attribute, nodes.AssignAttr)):
-            if isinstance(node.expr, nodes.Name) and node.expr.name == "self":
-                return node
-            node = node.expr
-        elif isinstance(node, nodes.Subscript):
-            node = node.value
-        elif isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute) and node.func.attrname == "setdefault":
-            node = node.func.expr
-        else:
-            return None
-
-
-def _inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent is ancestor:
-            return True
-        parent = parent.parent
-    return False
-
-
-def _covers(p: Provenance, backward: Backward, stored: Prov) -> bool:
-    """Does ``backward`` run through the stored value's graph (so its saved activations are freed)?"""
-    if backward.prov.sources & stored.sources:
-        return True
-    return bool(backward.prov.deps & _graph_defs(p, stored))
+        self.report(store, value=_text(_graph_element(p, value), self.ctx.lines), case=case)
 
 
 def _escapes(p: Provenance, scope: nodes.NodeNG, holders: FrozenSet[int], root: nodes.NodeNG, defs: FrozenSet) -> bool:
@@ -305,6 +202,7 @@ def _escapes(p: Provenance, scope: nodes.NodeNG, holders: FrozenSet[int], root: 
 
 
 def _may_backpropagate(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:
+    graph_defs = p.graph_defs(stored)
     for call in loops.calls_in(list(loop.body), 0):
         name = infer.call_name(call)
         if name is None or not MAY_BACKPROPAGATE.search(name):
@@ -313,20 +211,26 @@ def _may_backpropagate(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:
             continue  # resolved: an optimizer step, a scheduler, a helper of this file
         for arg in list(call.args) + [kw.value for kw in call.keywords or ()]:
             value = p.value(arg)
-            if value is not None and (value.sources & stored.sources or value.deps & stored.deps & _graph_defs(p, stored)):
+            if value is not None and (value.sources & stored.sources or value.deps & graph_defs):
                 return True
     return False
 
 
-def _graph_defs(p: Provenance, stored: Prov) -> Set[int]:
-    found: Set[int] = set()
-    for ident in stored.deps:
-        d = p.def_by_id(ident)
-        if d is not None and d.prov.graph:
-            found.add(ident)
-    return found
+def _graph_element(p: Provenance, value: nodes.NodeNG) -> nodes.NodeNG:
+    """For a display (``{"loss": loss, "acc": acc}``), the first element that carries a graph."""
+    if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
+        elements = list(value.elts)
+    elif isinstance(value, nodes.Dict):
+        elements = [v for _, v in value.items]
+    else:
+        return value
+    for element in elements:
+        if p.carries_graph(element):
+            return element
+    return value
 
 
-def _text(value: nodes.NodeNG) -> str:
-    text = value.as_string()
-    return text if len(text) <= MAX_TEXT else "(...)"
+def _text(value: nodes.NodeNG, lines: Sequence[str]) -> str:
+    """The stored expression as written (from the file's lines, never a recursive unparse)."""
+    text = source_text(value, lines)
+    return text if text is not None and len(text) <= MAX_TEXT else "(...)"

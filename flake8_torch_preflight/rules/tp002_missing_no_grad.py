@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
@@ -126,7 +126,7 @@ class MissingNoGrad(Rule):
         if node.lineno in self._reported_lines:
             return
         self._reported_lines.add(node.lineno)
-        self.report(node, call=_text(node), why=why)
+        self.report(node, call=_text(node.func, self.ctx.lines) + "(...)", why=why)
 
     def _evidence(
         self,
@@ -142,7 +142,7 @@ class MissingNoGrad(Rule):
             if mode is None or mode[0] != "train":
                 return "in {}()".format(func.name)
         if split_loop is not None and not self._wants_gradients(split_loop):
-            return "in the loop over {}".format(_text(split_loop.iter))  # type: ignore[union-attr]
+            return "in the loop over {}".format(_text(split_loop.iter, self.ctx.lines))  # type: ignore[union-attr]
         if mode is not None and mode[0] == "eval":
             unit = loops.innermost(call) or func
             if unit is not None and not self._wants_gradients(unit):
@@ -349,8 +349,7 @@ def _backpropagated(p: provenance.Provenance, call: nodes.Call) -> bool:
     return any(ident in b.prov.sources or ident in b.prov.maybe for b in p.backwards)
 
 
-def _text(node: nodes.NodeNG) -> str:
-    text = node.as_string()
-    if isinstance(node, nodes.Call):
-        text = node.func.as_string() + "(...)"
+def _text(node: nodes.NodeNG, lines: Sequence[str]) -> str:
+    """An expression as written (from the file's lines), shortened for the message."""
+    text = provenance.source_text(node, lines) or "the model"
     return text if len(text) <= 40 else text[:37] + "..."

@@ -152,7 +152,7 @@ class AmpScaling(Rule):
         scope = call.scope()
         if not isinstance(scope, (nodes.FunctionDef, nodes.Module)):
             return
-        ordered = loops.calls_in(scope.body, HELPER_DEPTH)
+        ordered = loops.calls_in(_own_statements(scope), HELPER_DEPTH)
         if not any(c is call for c in ordered):
             return
         position = next(i for i, c in enumerate(ordered) if c is call)
@@ -168,7 +168,7 @@ class AmpScaling(Rule):
             if not any(gradients.is_scaler_step(c) for c in after) or self._file_unscales():
                 return
         fields = dict(self.CLIP_SCALED)
-        fields["problem"] = fields["problem"].format(clip=infer.call_name(call) or "clipping")
+        fields["problem"] = fields["problem"].format(clip=str(infer.callee_qname(call)).rsplit(".", 1)[-1])
         self.report(call, **fields)
 
     def _file_unscales(self) -> bool:
@@ -184,6 +184,11 @@ class AmpScaling(Rule):
             text = "".join(self.ctx.lines)
             self.ctx.memo["tp013.source"] = text
         return str(text)
+
+
+def _own_statements(scope: nodes.NodeNG) -> List[nodes.NodeNG]:
+    """The statements of a function or module body, without the functions and classes it defines."""
+    return [s for s in scope.body if not isinstance(s, (nodes.FunctionDef, nodes.ClassDef))]
 
 
 def _exclusive(a: nodes.NodeNG, b: nodes.NodeNG) -> bool:
@@ -220,9 +225,9 @@ def _fp16_cuda_autocast(item: nodes.NodeNG, depth: int = 2) -> bool:
         device = _argument(item, "device_type", 0)
         if device is None or infer.const_values(device) != ["cuda"]:
             return False
-        dtype = _argument(item, "dtype", 1)
-    else:
-        dtype = _argument(item, "dtype", 1)
+    elif qname not in CUDA_AUTOCASTS:
+        return False
+    dtype = _argument(item, "dtype", 1)
     return dtype is None or _is_float16(dtype)
 
 
@@ -259,7 +264,7 @@ def _scaled_elsewhere(call: nodes.Call, traced: List[nodes.NodeNG]) -> bool:
     receiver = gradients.backward_receiver(call)
     names.update(n.name for n in receiver.nodes_of_class(nodes.Name))
     scope = call.scope()
-    body = scope.body if isinstance(scope, (nodes.FunctionDef, nodes.Module)) else [scope]
+    body = _own_statements(scope) if isinstance(scope, (nodes.FunctionDef, nodes.Module)) else [scope]
     for other in loops.calls_in(body, HELPER_DEPTH):
         if gradients.is_scale_call(other) and other.args:
             if any(n.name in names for n in other.args[0].nodes_of_class(nodes.Name)):

@@ -99,6 +99,8 @@ class ProjectedOom(Rule):
         reading = extract.read_module(node, self.ctx.filename)
         if reading.model_node is None or reading.run.total_params is None or reading.unknown & UNBOUNDED:
             return
+        if not reading.on_gpu:
+            return  # the file never puts the run on a GPU (or puts the model on the CPU)
         runs = lightest_runs(reading, gpu)
         if not runs:
             return
@@ -181,8 +183,8 @@ def _fix_text(solution: solver.Solution, command: str) -> str:
     savings = _known_savings(solution)
     if savings:
         unknown = ", ".join(solution.before.unknown_terms)
-        return "Fix: {} shrink it ({} unknown, so no change is shown to fit; `{}` shows the breakdown).".format(
-            ", ".join(_change(label, saved) for label, saved in savings), unknown, command)
+        return "Fix: start with {}; with {} unknown no change can be shown to fit (`{}` shows the breakdown).".format(
+            " or ".join(_change(label, saved) for label, saved in savings), unknown, command)
     return "Fix: use a larger GPU, shard over more GPUs, or a smaller model or batch."
 
 

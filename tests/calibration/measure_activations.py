@@ -40,7 +40,8 @@ BATCHES = (2, 4)
 SEQS = (64, 128, 256)
 
 #: monomials a per-layer term may contain; "kv" = key/value width (kv_heads * head_dim)
-LAYER_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "bssa", "bss", "ss", "s", "b", "1")
+#: ("balse": b*a*(ceil(s/32)*32 - s), the memory-efficient kernel pads its fp32 logsumexp to 32 rows)
+LAYER_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "balse", "bssa", "bss", "ss", "s", "b", "1")
 #: monomials the non-layer part (embeddings, final norm, head, loss) may contain
 REST_FEATURES = ("bsh", "bsV", "bs", "bh", "bshd", "shd", "bss", "bssa", "ss", "s", "b", "1")
 
@@ -50,7 +51,8 @@ def monomials(b: int, s: int, t: int, v: dict[str, int]) -> dict[str, int]:
     h, f, a, kv, voc = v["h"], v["f"], v["a"], v["kv"], v["V"]
     return {"bsh": b * s * h, "bsf": b * s * f, "bskv": b * s * kv, "bs": b * s, "bsa": b * s * a,
             "bssa": b * s * s * a, "bss": b * s * s, "ss": s * s, "s": s, "b": b, "1": 1,
-            "bsV": b * s * voc, "bh": b * h, "bshd": b * s * (h // a), "shd": s * (h // a)}
+            "bsV": b * s * voc, "bh": b * h, "bshd": b * s * (h // a), "shd": s * (h // a),
+            "balse": b * a * (-(-s // 32) * 32 - s)}
 
 
 @dataclass
@@ -429,9 +431,10 @@ def main(argv: list[str]) -> None:
                 "choice as torch 2.13 sdp_utils.cpp makes it on sm80+). No GPU was used. "
                 + fam.note
             ),
-            "tolerance": {"coefficient_rel": 0.0, "bytes_rel": 0.001,
-                          "why": "measured values are exact integers; the test allows 0.1% for float "
-                                 "round-off in a cost model that stores coefficients as decimals"},
+            "tolerance": {"bytes_rel": 0.001, "model_vs_measured_rel": 0.05,
+                          "why": "bytes_rel: the measured values are exact integers, 0.1% allows float "
+                                 "round-off; model_vs_measured_rel: how far the cost model's generic "
+                                 "per-element terms may sit from this family's measured bytes"},
             "units": "bytes; monomials of b=batch, s=sequence length, h=hidden, f=FFN width, "
                      "a=attention heads, kv=key/value width (kv_heads*head_dim), V=vocabulary",
             "variants": fam.variants,

@@ -139,7 +139,8 @@ class GroupNorm(Module):
     def __init__(self, num_groups, num_channels, eps=1e-05, affine=True, device=None, dtype=None): pass
 class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None): pass
-class EmbeddingBag(Embedding): pass
+class EmbeddingBag(Embedding):
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None, dtype=None): pass
 class RNNBase(Module):
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None): pass
 class RNN(RNNBase):
