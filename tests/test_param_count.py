@@ -88,7 +88,8 @@ COUNTED = {
         4 * 8 + 8 + 8 + 1,
     ),
     "modulelist_comprehension": (
-        "dims = [16, 32, 64, 10]\nmodel = nn.ModuleList([nn.Linear(dims[i], dims[i + 1]) for i in range(len(dims) - 1)])",
+        "dims = [16, 32, 64, 10]\n"
+        "model = nn.ModuleList([nn.Linear(dims[i], dims[i + 1]) for i in range(len(dims) - 1)])",
         (16 * 32 + 32) + (32 * 64 + 64) + (64 * 10 + 10),
     ),
     "modulelist_generator": ("model = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))", 4 * 72),

@@ -24,6 +24,7 @@ GPT2_MEDIUM = """
 
     model = GPT2LMHeadModel.from_pretrained("gpt2-medium", torch_dtype=torch.float32,
                                             attn_implementation="eager")
+    model.cuda()
     loader = DataLoader(ds, batch_size=16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     block_size = 1024

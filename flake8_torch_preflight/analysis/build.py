@@ -90,13 +90,19 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Fin
     ]
     if not rules or not TORCH_MARKERS.search(source):
         return {}
+    deadline = time.monotonic() + BUDGET_SECONDS
+    too_slow = "took longer than {:.0f} s and was skipped".format(BUDGET_SECONDS)
     try:
         with _time_budget(BUDGET_SECONDS):
-            return _analyse(filename, source, lines, settings, rules, time.monotonic() + BUDGET_SECONDS)
+            return _analyse(filename, source, lines, settings, rules, deadline)
     except BudgetExceeded:
-        _note(filename, "analysis", "took longer than {:.0f} s and was skipped".format(BUDGET_SECONDS))
+        _note(filename, "analysis", too_slow)
     except Exception as exc:  # never let one file abort the flake8 run
-        _note(filename, "analysis", "failed: {}: {}".format(type(exc).__name__, exc))
+        if time.monotonic() >= deadline:
+            # The alarm fired inside C code (ast.parse turns it into a SystemError).
+            _note(filename, "analysis", too_slow)
+        else:
+            _note(filename, "analysis", "failed: {}: {}".format(type(exc).__name__, exc))
     finally:
         _reset_inference_caches()
     return {}

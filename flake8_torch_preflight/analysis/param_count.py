@@ -442,6 +442,9 @@ class _Counter:
         found = static_values.evaluate(call, env)
         return found if found is not None else UNKNOWN
 
+    def _pairs(self, items: Any) -> List[Any]:
+        return list(items.items()) if isinstance(items, dict) else [self._pair(i) for i in self._iterate(items)]
+
     def _pair(self, item: Any) -> Any:
         parts = self._iterate(item)
         if len(parts) != 2:
@@ -872,7 +875,7 @@ class _Counter:
                 target.add_child(name.value if name else None, _need_module(self.value(call.args[1], env)))
             elif method == "update" and len(call.args) == 1:
                 items = self.value(call.args[0], env)
-                pairs = list(items.items()) if isinstance(items, dict) else [self._pair(i) for i in self._iterate(items)]
+                pairs = self._pairs(items)
                 for name, child in pairs:
                     target.add_child(str(name), _need_module(child))
             else:

@@ -10,7 +10,15 @@ Computed once per file and memoised in ``ctx.memo`` (see :func:`of`)::
     p.grad_mode(node)           # ON, OFF or DYNAMIC where ``node`` runs; None when unknown
     p.call_kind(call)           # MODEL_CALL / MAYBE_MODEL_CALL / LOSS_CALL for the calls that make graphs
     p.backwards, p.escapes      # every backward() seen, every value that leaves its function
+    p.covers(backward, prov)    # that backward() runs through the graph of a value recorded as prov
+    p.scope_of(node)            # the function (or module) whose analysis covers node
+    p.call_sites(func)          # the file's calls of func (also under other names, by inference)
     p.calls_only_without_grad(func)   # every in-file call site runs the function under no_grad
+    p.callers_unknown(func)     # func is handed on as a value and never called in the file
+
+A ``Prov`` (see the class) holds the source calls of the graph a value carries, the Defs it
+was computed from (liberal: "depends on", stops included), and whether it is a bare leaf or
+provably detached.  ``source_text(node, lines)`` gives an expression as written, for messages.
 
 **Sources** (a value gets a graph): calling a model (``models.kind`` resolves the callee
 to an ``nn.Module`` with parameters: stubs, the file's classes, DDP/FSDP, ``from_pretrained``
@@ -43,6 +51,13 @@ definitions over its statements: ``if``/``else`` join, loops iterate to a fixed 
 ``loss`` bound again under ``no_grad`` in a following evaluation loop are two values;
 a local of one function says nothing about a same-named local of another.  ``self.x``
 is tracked like a local name within one method.
+
+**Opaque grad-mode contexts** (fallback by name): a ``with`` context or decorator that is not
+torch's but is named for grad mode (``maybe_no_grad(...)``) makes the mode DYNAMIC.
+
+**Budgets**: each loop body runs at most MAX_LOOP_ITERATIONS times per round (nesting stays
+polynomial); a file needing more than MAX_STEPS statement runs, or deep enough to exhaust the
+recursion limit, is given up on: every query then answers "unknown" and rules stay silent.
 
 **Unknown models** (the documented fallback): a callee nothing resolves but that is named
 like a model (``models.model_named``: ``model``, ``net``, ``self.encoder`` ...) yields a
@@ -337,6 +352,7 @@ class Provenance:
         self._sites_memo: Dict[int, List[nodes.Call]] = {}
         self._calls_by_name: Optional[Dict[str, List[nodes.Call]]] = None
         self._grad_off_names: Optional[bool] = None
+        self._value_names: Optional[Set[str]] = None
         self._confirmed: Set[int] = set()
         self._confirmed_defs: Set[int] = set()
         self._maybe_models: Set[int] = set()
@@ -437,8 +453,29 @@ class Provenance:
                     table.setdefault(name, []).append(call)
             self._calls_by_name = table
         sites = [c for c in self._calls_by_name.get(func.name, []) if self._function_of(c.func) is func]
+        if self._used_as_value(func.name):
+            # ``step = make_step(model)`` / ``return inner``: calls under other names, found by inference.
+            for name, calls in self._calls_by_name.items():
+                if name != func.name:
+                    sites.extend(c for c in calls if self._function_of(c.func) is func)
         self._sites_memo[id(func)] = sites
         return sites
+
+    def callers_unknown(self, func: nodes.FunctionDef) -> bool:
+        """The function is handed on as a value (a callback, a returned closure) and no call of it
+        is found in the file: who calls it, and with autograd on or off, is unknown."""
+        return self._used_as_value(func.name) and not self.call_sites(func)
+
+    def _used_as_value(self, name: str) -> bool:
+        """``name`` appears other than as the callee of a call (returned, assigned, passed on)."""
+        if self._value_names is None:
+            found: Set[str] = set()
+            for node in self.module.nodes_of_class((nodes.Name, nodes.Attribute)):
+                if isinstance(node.parent, nodes.Call) and node.parent.func is node:
+                    continue
+                found.add(node.name if isinstance(node, nodes.Name) else node.attrname)
+            self._value_names = found
+        return name in self._value_names
 
     def is_lightning_eval_hook(self, func: nodes.FunctionDef) -> bool:
         """``validation_step``/``test_step``/``predict_step`` (and epoch-end hooks) of a LightningModule,

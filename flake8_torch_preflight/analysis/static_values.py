@@ -5,7 +5,10 @@ line is the value's source) or ``None`` when the value cannot be known without r
 script.  It follows
 
 * literals, module-level and local names (every reaching assignment must agree), function
-  parameters through their in-file call sites (``infer.parameter_arguments``) and defaults;
+  parameters through their in-file call sites (``infer.parameter_arguments``) and defaults,
+  ``__init__`` parameters through the class's constructor calls; a module-level name assigned
+  before a module-level ``exec(...)`` or ``globals()`` write is unknown (nanoGPT's
+  configurator overrides globals from the command line);
 * ``+ - * / // % **``, unary minus, ``min``/``max``/``int``/``float``/``abs``/``len``, f-strings
   and string concatenation, conditional expressions whose test is known;
 * ``args.batch_size`` where ``args`` comes from ``parser.parse_args()`` (or

@@ -41,6 +41,10 @@ dataclass defaults, f-strings, arithmetic). What the reader understands:
   **inference / generation** (``.generate(max_new_tokens=...)``, ``use_cache=True``, text
   pipelines, and no ``backward()``/``trainer.train()``/``trainer.fit()`` at all).
 
+``RunReading.on_gpu`` says whether the file puts the run on a GPU at all. With several models
+bound to one name (a flag picks one), the smallest is the run's lower bound, and one of
+unknown size makes the model unknown.
+
 Third-party names (transformers, accelerate, timm, torchvision, deepspeed, peft, lightning)
 are resolved syntactically through the file's imports (``infer.dotted_name``), never read.
 Where a name-based fallback is used it says so.
@@ -51,12 +55,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from astroid import nodes
 from astroid.exceptions import AstroidSyntaxError
 
-from ..analysis import dataflow, infer, loops, param_count, static_values
+from ..analysis import dataflow, infer, loops, model_flow, param_count, static_values
 from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
@@ -73,11 +77,6 @@ NOT_MODELS = re.compile(r"(Tokenizer|Config|Processor|FeatureExtractor|ImageProc
 GENERATION_TASKS = frozenset({"text-generation", "text2text-generation", "summarization", "translation",
                               "conversational", "image-to-text", "automatic-speech-recognition"})
 
-#: Calls that return the model they are given (so the model keeps its binding through them).
-MODEL_PASSTHROUGH_METHODS = frozenset({"to", "cuda", "half", "bfloat16", "float", "train", "eval",
-                                       "requires_grad_"})
-MODEL_PASSTHROUGH_FUNCTIONS = frozenset({"torch.compile", "peft.get_peft_model",
-                                         "peft.prepare_model_for_kbit_training"})
 
 #: torch.optim classes by the cost model's optimizer names. NAdam/RAdam/Adamax/Adadelta keep
 #: two state tensors per parameter, as Adam does.
@@ -115,9 +114,6 @@ HF_OPTIM = {
     "adagrad": "adagrad", "rmsprop": "rmsprop", "lion_32bit": "lion", "paged_lion_32bit": "lion",
 }
 
-#: dtype spellings, as attribute names, strings or argparse choices.
-DTYPES = {"float16": "fp16", "half": "fp16", "fp16": "fp16", "bfloat16": "bf16", "bf16": "bf16",
-          "float32": "fp32", "float": "fp32", "fp32": "fp32", "32": "fp32"}
 
 #: Lightning ``Trainer(precision=...)``.
 LIGHTNING_PRECISION = {"16-mixed": "amp", "bf16-mixed": "amp", "16": "amp", "bf16": "amp", "16-true": "fp16",
@@ -135,6 +131,9 @@ FSDP_STRATEGIES = {"FULL_SHARD": "fsdp", "SHARD_GRAD_OP": "zero-2", "NO_SHARD": 
 #: torchvision transforms that fix the image size, crops first.
 CROPS = frozenset({"RandomResizedCrop", "CenterCrop", "RandomCrop"})
 RESIZES = frozenset({"Resize"})
+
+#: Calls a loop wraps its loader in (``enumerate(loader)``, ``tqdm(loader)``).
+LOADER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
 
 #: Tokenizer methods that take ``max_length``.
 TOKENIZER_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "__call__", "apply_chat_template"})
@@ -337,20 +336,20 @@ class _Reader:
 
     def _candidate(self, call: nodes.Call) -> Optional[_Candidate]:
         func = call.func
-        if _inside_module_class(call):
+        if model_flow.inside_module_class(call):
             return None  # a layer of a model, not a model
         found = self._candidate_kind(call)
         if found is not None:
             return found
         cls = param_count.resolve_class(func)
         if cls is None:
-            factory = _model_factory(call)
+            factory = model_flow.model_factory(call)
             if factory is None:
                 return None
             return _Candidate(call, factory.name, params=param_count.count_params(call, external=self._external_params))
         if cls.qname() == "torch.nn.Sequential" or (
                 not cls.qname().startswith("torch.") and param_count.is_module_class(cls)):
-            if _is_passed_to_model(call) or _returned_from_factory(call):
+            if model_flow.is_passed_to_model(call) or model_flow.returned_from_factory(call):
                 return None
             return _Candidate(call, cls.name, params=param_count.count_params(call, external=self._external_params))
         return None
@@ -477,14 +476,14 @@ class _Reader:
         Read syntactically: a name rebound to something else in another function would be
         conflated; the reader uses these names only to tell which model an optimizer trains.
         """
-        names = set(_assigned_targets(node))
+        names = set(model_flow.assigned_targets(node))
         for _ in range(4):
             grown = set(names)
             for assign in self.module.nodes_of_class(nodes.Assign):
-                source = _strip_wrappers(assign.value)
-                for index, root in _flow_sources(source):
+                source = model_flow.strip_wrappers(assign.value)
+                for index, root in model_flow.flow_sources(source):
                     if root in names:
-                        grown.update(_target_names(assign.targets, index))
+                        grown.update(model_flow.target_names(assign.targets, index))
             if grown == names:
                 break
             names = grown
@@ -496,22 +495,22 @@ class _Reader:
             return False
         for call in params.nodes_of_class(nodes.Call):
             if infer.method_name(call) in ("parameters", "named_parameters") and isinstance(call.func, nodes.Attribute):
-                root = _root_text(call.func.expr)
+                root = model_flow.root_text(call.func.expr)
                 if root in candidate.names:
                     return True
-                if root == "self" and _enclosing_class(call) is _class_of(candidate.node):
+                if root == "self" and model_flow.enclosing_class(call) is model_flow.class_of(candidate.node):
                     return True
         return False
 
     def _given_to_trainer(self, candidate: _Candidate) -> bool:
         for call in self.calls:
-            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            dotted = model_flow.callee_name(call)
             given: Optional[nodes.NodeNG] = None
             if dotted and HF_TRAINERS.match(dotted):
                 given = static_values.keyword(call, "model", 0)
             elif infer.method_name(call) == "fit" and call.args:
                 given = call.args[0]
-            if given is not None and (_root_text(given) in candidate.names or given is candidate.node):
+            if given is not None and (model_flow.root_text(given) in candidate.names or given is candidate.node):
                 return True
         return False
 
@@ -525,7 +524,7 @@ class _Reader:
             return
         pipeline = self.fields.get("_pipeline")
         generate = [c for c in self.calls if infer.method_name(c) == "generate"
-                    and (not self.model_names or _root_text(c.func.expr) in self.model_names)]
+                    and (not self.model_names or model_flow.root_text(c.func.expr) in self.model_names)]
         cached = [c for c in self.calls if any(kw.arg == "use_cache" and isinstance(kw.value, nodes.Const)
                                                and kw.value.value is True for kw in c.keywords or ())]
         if generate:
@@ -549,7 +548,7 @@ class _Reader:
         values = [func.expr] if isinstance(func.expr, nodes.Call) else dataflow.assigned_values(func.expr) or []
         for value in values:
             if isinstance(value, nodes.Call):
-                dotted = infer.dotted_name(value.func) if isinstance(value.func, (nodes.Name, nodes.Attribute)) else None
+                dotted = model_flow.callee_name(value)
                 if dotted and (HF_TRAINERS.match(dotted) or dotted.endswith(".Trainer") or dotted.endswith(".Fabric")):
                     return True
         return False
@@ -559,10 +558,10 @@ class _Reader:
     def _optimizer_kind(self, call: nodes.Call) -> Optional[str]:
         if infer.call_name(call) is None:
             return None
-        dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+        dotted = model_flow.callee_name(call)
         if dotted in EXTERNAL_OPTIMIZERS:
             return EXTERNAL_OPTIMIZERS[dotted]
-        name = _class_qname(call)
+        name = model_flow.class_qname(call)
         if name is not None and name.startswith("torch.optim.") and name.count(".") == 2:
             return TORCH_OPTIMIZERS.get(name, "?")
         return None
@@ -572,7 +571,7 @@ class _Reader:
             return
         found = [(c, self._optimizer_kind(c)) for c in self.calls]
         optimizers = [(c, k) for c, k in found if k is not None]
-        tied = [(c, k) for c, k in optimizers if _root_names(c) & self.model_names] or optimizers
+        tied = [(c, k) for c, k in optimizers if model_flow.root_names(c) & self.model_names] or optimizers
         if not tied:
             if self.hf_args is not None:
                 self._hf_optimizer()
@@ -625,11 +624,12 @@ class _Reader:
         if isinstance(params, nodes.Name):
             holders = list(dataflow.assigned_values(params) or [])
         receivers = [c.func.expr for h in holders for c in h.nodes_of_class(nodes.Call)
-                     if infer.method_name(c) in ("parameters", "named_parameters") and isinstance(c.func, nodes.Attribute)]
+                     if infer.method_name(c) in ("parameters", "named_parameters")
+                     and isinstance(c.func, nodes.Attribute)]
         if not receivers:
             return False
         for receiver in receivers:
-            base = _strip_wrappers(receiver)
+            base = model_flow.strip_wrappers(receiver)
             if isinstance(base, nodes.Attribute) and base.attrname == "module":
                 base = base.expr
             text = base.as_string() if isinstance(base, (nodes.Name, nodes.Attribute)) else ""
@@ -664,7 +664,7 @@ class _Reader:
 
     def _hf_training_arguments(self) -> None:
         for call in self.calls:
-            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            dotted = model_flow.callee_name(call)
             if dotted is None:
                 continue
             if HF_ARGUMENTS.match(dotted) and self.hf_args is None:
@@ -681,7 +681,7 @@ class _Reader:
             if dtype is None:
                 stated = False  # transformers 5 loads a checkpoint in its own dtype, 4 in fp32
             else:
-                kind = _dtype(dtype)
+                kind = model_flow.dtype_kind(dtype)
                 weights = _Found(kind, dtype) if kind is not None else None
         self._read_precision(weights)
         if not stated and "precision" not in self.unknown and not self._cast_found:
@@ -731,10 +731,10 @@ class _Reader:
             else:
                 dtype = static_values.keyword(call, "dtype")
                 if dtype is None:
-                    dtype = next((a for a in call.args if _looks_like_dtype(a)), None)
+                    dtype = next((a for a in call.args if model_flow.looks_like_dtype(a)), None)
                 if dtype is None:
                     continue
-                kind = _dtype(dtype)
+                kind = model_flow.dtype_kind(dtype)
                 if kind is None:
                     return "unknown"
             if found is not None and found.value != kind:
@@ -745,10 +745,10 @@ class _Reader:
         return found
 
     def _is_model_expr(self, expr: nodes.NodeNG) -> bool:
-        base = _strip_wrappers(expr)
+        base = model_flow.strip_wrappers(expr)
         if isinstance(base, nodes.Call):
             return any(base is c or c in base.nodes_of_class(nodes.Call) for c in self._candidate_nodes())
-        return _root_text(expr) in self.model_names
+        return model_flow.root_text(expr) in self.model_names
 
     def _candidate_nodes(self) -> List[nodes.Call]:
         return [self.model_node] if self.model_node is not None else []
@@ -756,7 +756,7 @@ class _Reader:
     def _autocast(self) -> Any:
         found: Any = None
         for call in self.calls:
-            name = _class_qname(call)
+            name = model_flow.class_qname(call)
             if name in AUTOCAST_CONTEXTS:
                 enabled = static_values.keyword(call, "enabled")
                 if enabled is not None:
@@ -797,7 +797,7 @@ class _Reader:
         elif self.hf_args_opaque:
             return "unknown"
         for call in self.calls:
-            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            dotted = model_flow.callee_name(call)
             if dotted in ("accelerate.Accelerator", "accelerate.accelerator.Accelerator"):
                 arg = static_values.keyword(call, "mixed_precision")
                 value = static_values.str_value(arg) if arg is not None else None
@@ -829,10 +829,10 @@ class _Reader:
             if not self.hf_args_opaque:
                 self.set("batch_size", 8, self.hf_args)  # the TrainingArguments default
                 return
-        loaders = [c for c in self.calls if _class_qname(c) in DATALOADERS]
+        loaders = [c for c in self.calls if model_flow.class_qname(c) in DATALOADERS]
         pipeline = self.fields.get("_pipeline")
         if not loaders and pipeline is not None:
-            names = set(_assigned_targets(pipeline[0]))
+            names = set(model_flow.assigned_targets(pipeline[0]))
             uses = [c for c in self.calls if isinstance(c.func, nodes.Name) and c.func.name in names]
             sizes = [self._loader_batch(c) for c in uses]
             if uses and all(s is not None for s in sizes) and len({s.value for s in sizes if s}) == 1:
@@ -886,10 +886,10 @@ class _Reader:
     def _loaders_of(self, expr: nodes.NodeNG, depth: int) -> List[nodes.Call]:
         if depth < 0:
             return []
-        while isinstance(expr, nodes.Call) and infer.call_name(expr) in ("enumerate", "tqdm", "iter", "zip") and expr.args:
+        while isinstance(expr, nodes.Call) and infer.call_name(expr) in LOADER_WRAPPERS and expr.args:
             expr = expr.args[0]
         if isinstance(expr, nodes.Call):
-            return [expr] if _class_qname(expr) in DATALOADERS else []
+            return [expr] if model_flow.class_qname(expr) in DATALOADERS else []
         values = dataflow.assigned_values(expr)
         if values is None and isinstance(expr, nodes.Name):
             values = infer.parameter_arguments(expr)
@@ -986,7 +986,7 @@ class _Reader:
         resizes: List[Resolved] = []
         unresolved = False
         for call in self.calls:
-            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            dotted = model_flow.callee_name(call)
             if not dotted or not dotted.startswith("torchvision.transforms"):
                 continue
             last = dotted.rsplit(".", 1)[-1]
@@ -1039,7 +1039,7 @@ class _Reader:
     def _accumulation(self) -> None:
         args = [self.hf_args] if self.hf_args is not None else []
         for call in self.calls:
-            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            dotted = model_flow.callee_name(call)
             if dotted and dotted.endswith("Accelerator"):
                 args.append(call)
         for call in args:
@@ -1061,9 +1061,9 @@ class _Reader:
 
     def _sharding(self) -> None:
         for call in self.calls:
-            name = _class_qname(call) or infer.callee_qname(call)
-            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
-            if name in MODEL_WRAPPERS and _class_qname(call) is None:
+            name = model_flow.class_qname(call) or infer.callee_qname(call)
+            dotted = model_flow.callee_name(call)
+            if name in MODEL_WRAPPERS and model_flow.class_qname(call) is None:
                 continue
             if name in MODEL_WRAPPERS:
                 if name.endswith("DistributedDataParallel"):
@@ -1226,15 +1226,15 @@ class _Reader:
                 return False
             if method == "to" and isinstance(call.func, nodes.Attribute) and self._is_model_expr(call.func.expr):
                 device = static_values.keyword(call, "device", 0)
-                if device is not None and _dtype(device) is None:
-                    kind = _device_kind(device)
+                if device is not None and model_flow.dtype_kind(device) is None:
+                    kind = model_flow.device_kind(device)
                     if kind == "cpu":
                         return False
                     evidence = True
-            if method in ("cuda", "set_device", "set_default_device") or _device_kind(call) == "cuda":
+            if method in ("cuda", "set_device", "set_default_device") or model_flow.device_kind(call) == "cuda":
                 evidence = True
-            name = _class_qname(call)
-            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            name = model_flow.class_qname(call)
+            dotted = model_flow.callee_name(call)
             if name in MODEL_WRAPPERS or (dotted and (
                     dotted.startswith(("deepspeed.", "accelerate.")) or HF_TRAINERS.match(dotted)
                     or dotted.endswith(("lightning.Trainer", "pytorch.Trainer", ".Fabric")))):
@@ -1242,7 +1242,7 @@ class _Reader:
             if self._cpu_framework(call, dotted):
                 return False
             for kw in call.keywords or ():
-                if kw.arg == "device_map" or (kw.arg == "device" and _device_kind(kw.value) == "cuda"):
+                if kw.arg == "device_map" or (kw.arg == "device" and model_flow.device_kind(kw.value) == "cuda"):
                     evidence = True
         return True if evidence else None
 
@@ -1264,7 +1264,7 @@ class _Reader:
 
     def _lora(self) -> None:
         for call in self.calls:
-            dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+            dotted = model_flow.callee_name(call)
             if dotted not in ("peft.LoraConfig", "peft.tuners.lora.LoraConfig"):
                 continue
             self.set("lora", True, call)
@@ -1304,63 +1304,6 @@ def _size(candidate: _Candidate) -> Optional[int]:
     return candidate.spec.params if candidate.spec is not None else None
 
 
-def _class_qname(call: nodes.Call) -> Optional[str]:
-    """The qualified name of the class ``call`` instantiates (not of an instance it calls:
-    ``model(x)`` on a DDP-wrapped model is not a new DDP)."""
-    value = infer.safe_infer(call.func)
-    return value.qname() if isinstance(value, nodes.ClassDef) else None
-
-
-
-def _dtype(expr: nodes.NodeNG, depth: int = 0) -> Optional[str]:
-    """``fp16``/``bf16``/``fp32`` for ``torch.bfloat16``, ``"bfloat16"``, ``args.dtype`` ..."""
-    if depth > 4:
-        return None
-    value = static_values.evaluate(expr)
-    if value is not None and isinstance(value.value, str):
-        return DTYPES.get(value.value.lower().replace("torch.", ""))
-    if isinstance(expr, (nodes.Attribute, nodes.Name)):
-        dotted = infer.dotted_name(expr)
-        if dotted and dotted.startswith("torch."):
-            return DTYPES.get(dotted[len("torch."):])
-        values = dataflow.assigned_values(expr) if isinstance(expr, nodes.Name) else None
-        if values:
-            kinds = {_dtype(v, depth + 1) for v in values}
-            return kinds.pop() if len(kinds) == 1 else None
-    if isinstance(expr, nodes.Call) and infer.call_name(expr) == "getattr" and len(expr.args) == 2:
-        name = static_values.str_value(expr.args[1])
-        if name is not None and infer.dotted_name(expr.args[0]) == "torch":
-            return DTYPES.get(str(name.value))
-    return None
-
-
-def _device_kind(expr: nodes.NodeNG) -> Optional[str]:
-    """``"cuda"`` / ``"cpu"`` for a device expression (``"cuda:0"``, ``torch.device("cuda", r)``,
-    a name bound to one, an argparse default), None when unknown or not a device."""
-    if isinstance(expr, nodes.Call) and infer.callee_qname(expr) == "torch.device" and expr.args:
-        expr = expr.args[0]
-    elif isinstance(expr, nodes.Call):
-        return None
-    value = static_values.str_value(expr)
-    if value is None and isinstance(expr, nodes.Name):
-        values = dataflow.assigned_values(expr) or []
-        kinds = {_device_kind(v) for v in values if not isinstance(v, nodes.Name)}
-        return kinds.pop() if len(kinds) == 1 else None
-    if value is None:
-        return None
-    text = str(value.value).split(":")[0]
-    return text if text in ("cuda", "cpu") else None
-
-
-def _looks_like_dtype(expr: nodes.NodeNG) -> bool:
-    if isinstance(expr, (nodes.Attribute, nodes.Name)):
-        dotted = infer.dotted_name(expr)
-        if dotted and dotted.startswith("torch.") and dotted[len("torch."):] in DTYPES:
-            return True
-        return "dtype" in expr.as_string().lower()
-    return False
-
-
 def _side(value: Optional[Resolved]) -> Optional[Resolved]:
     """The image side for a transform size: ``224`` or ``(224, 224)`` (the smaller side)."""
     if value is None:
@@ -1385,167 +1328,6 @@ def _offload_device(section: Any) -> Optional[bool]:
     if device == "none":
         return False
     return None
-
-
-def _root_text(expr: nodes.NodeNG) -> str:
-    """``model`` for ``model.module.fc``, ``self.model`` for ``self.model.encoder``."""
-    expr = _strip_wrappers(expr)
-    while isinstance(expr, nodes.Attribute):
-        if isinstance(expr.expr, nodes.Name) and expr.expr.name == "self":
-            return "self." + expr.attrname
-        expr = expr.expr
-    return expr.name if isinstance(expr, nodes.Name) else ""
-
-
-def _root_names(optimizer: nodes.Call) -> Set[str]:
-    params = static_values.keyword(optimizer, "params", 0)
-    if params is None:
-        return set()
-    return {_root_text(c.func.expr) for c in params.nodes_of_class(nodes.Call)
-            if infer.method_name(c) in ("parameters", "named_parameters") and isinstance(c.func, nodes.Attribute)}
-
-
-def _strip_wrappers(expr: nodes.NodeNG) -> nodes.NodeNG:
-    """``model`` for ``DDP(model.to(device))``, ``torch.compile(model)``, ``model.cuda()``."""
-    for _ in range(8):
-        if not isinstance(expr, nodes.Call) or not isinstance(expr.func, (nodes.Name, nodes.Attribute)):
-            return expr
-        method = infer.method_name(expr)
-        if method in ("prepare", "setup", "prepare_model") and expr.args:
-            expr = expr.args[0]
-            continue
-        if method in MODEL_PASSTHROUGH_METHODS and isinstance(expr.func, nodes.Attribute):
-            expr = expr.func.expr
-            continue
-        qname = infer.callee_qname(expr)
-        dotted = infer.dotted_name(expr.func)
-        if (qname in MODEL_WRAPPERS or qname in MODEL_PASSTHROUGH_FUNCTIONS
-                or dotted in MODEL_PASSTHROUGH_FUNCTIONS) and expr.args:
-            expr = expr.args[0]
-            continue
-        return expr
-    return expr
-
-
-def _flow_sources(value: nodes.NodeNG) -> Iterable[Tuple[Optional[int], str]]:
-    """(tuple index or None, root name) of what an assignment's value forwards."""
-    if isinstance(value, nodes.Call) and infer.method_name(value) in ("prepare", "setup"):
-        for index, arg in enumerate(value.args):
-            yield index, _root_text(arg)
-        return
-    if isinstance(value, (nodes.Name, nodes.Attribute)):
-        yield None, _root_text(value)
-
-
-def _assigned_targets(node: nodes.NodeNG) -> List[str]:
-    """Names the value of ``node`` is assigned to, climbing through wrappers and method chains."""
-    current = node
-    for _ in range(10):
-        parent = current.parent
-        if isinstance(parent, nodes.Attribute) and parent.expr is current and isinstance(parent.parent, nodes.Call):
-            if parent.attrname in MODEL_PASSTHROUGH_METHODS:
-                current = parent.parent
-                continue
-            return []
-        if isinstance(parent, nodes.Call) and current in parent.args:
-            qname = infer.callee_qname(parent) if isinstance(parent.func, (nodes.Name, nodes.Attribute)) else None
-            dotted = infer.dotted_name(parent.func) if isinstance(parent.func, (nodes.Name, nodes.Attribute)) else None
-            method = infer.method_name(parent)
-            if method in ("prepare", "setup") and isinstance(parent.parent, nodes.Assign):
-                index = parent.args.index(current)
-                return _target_names(parent.parent.targets, index)
-            if qname in MODEL_WRAPPERS or qname in MODEL_PASSTHROUGH_FUNCTIONS or dotted in MODEL_PASSTHROUGH_FUNCTIONS \
-                    or method in ("get_peft_model", "prepare_model_for_kbit_training"):
-                current = parent
-                continue
-            return []
-        if isinstance(parent, nodes.Keyword) and parent.arg in ("module", "model"):
-            call = parent.parent
-            qname = infer.callee_qname(call) if isinstance(call, nodes.Call) else None
-            if qname in MODEL_WRAPPERS:
-                current = call
-                continue
-            return []
-        if isinstance(parent, (nodes.Assign, nodes.AnnAssign)):
-            targets = parent.targets if isinstance(parent, nodes.Assign) else [parent.target]
-            return _target_names(targets, None)
-        if isinstance(parent, nodes.Return):
-            function = parent.scope()
-            if isinstance(function, nodes.FunctionDef):
-                names: List[str] = []
-                for call in function.root().nodes_of_class(nodes.Call):
-                    if isinstance(call.func, nodes.Name) and call.func.name == function.name:
-                        names.extend(_assigned_targets(call))
-                return names
-        return []
-    return []
-
-
-def _target_names(targets: List[nodes.NodeNG], index: Optional[int]) -> List[str]:
-    names: List[str] = []
-    for target in targets:
-        if index is not None:
-            if isinstance(target, (nodes.Tuple, nodes.List)) and index < len(target.elts):
-                target = target.elts[index]
-            else:
-                continue
-        if isinstance(target, nodes.AssignName):
-            names.append(target.name)
-        elif isinstance(target, nodes.AssignAttr) and isinstance(target.expr, nodes.Name) and target.expr.name == "self":
-            names.append("self." + target.attrname)
-    return names
-
-
-def _enclosing_class(node: nodes.NodeNG) -> Optional[nodes.ClassDef]:
-    scope = node.scope()
-    while scope is not None and not isinstance(scope, nodes.ClassDef):
-        parent = scope.parent
-        scope = parent.scope() if parent is not None else None
-    return scope
-
-
-def _class_of(call: nodes.Call) -> Optional[nodes.ClassDef]:
-    return param_count.resolve_class(call.func)
-
-
-def _inside_module_class(node: nodes.NodeNG) -> bool:
-    """``node`` sits in a method of an ``nn.Module`` subclass (a layer of a model, not a model).
-    A LightningModule's ``__init__`` building its network is read as that module's layers."""
-    cls = _enclosing_class(node)
-    return cls is not None and param_count.is_module_class(cls)
-
-
-def _model_factory(call: nodes.Call) -> Optional[nodes.FunctionDef]:
-    """A function of the checked file that returns a module it builds (``def build(): return
-    nn.Sequential(...)``), called here: the call builds the model."""
-    function = infer.function_def(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
-    if function is None or function.root() is not call.root() or function.is_method():
-        return None
-    for ret in function.nodes_of_class(nodes.Return):
-        value = ret.value
-        if ret.scope() is function and isinstance(value, nodes.Call):
-            cls = param_count.resolve_class(value.func)
-            if cls is not None and param_count.is_module_class(cls):
-                return function
-    return None
-
-
-def _returned_from_factory(call: nodes.Call) -> bool:
-    """``return nn.Sequential(...)`` in a factory function: its callers build the model."""
-    return isinstance(call.parent, nodes.Return) and isinstance(call.scope(), nodes.FunctionDef) and any(
-        isinstance(c.func, nodes.Name) and c.func.name == call.scope().name
-        for c in call.root().nodes_of_class(nodes.Call))
-
-
-def _is_passed_to_model(call: nodes.Call) -> bool:
-    """``nn.Sequential(...)`` handed to a model's constructor (a part, not the model)."""
-    parent = call.parent
-    while isinstance(parent, (nodes.Keyword, nodes.List, nodes.Tuple, nodes.Starred)):
-        parent = parent.parent
-    if isinstance(parent, nodes.Call) and parent is not call:
-        cls = param_count.resolve_class(parent.func)
-        return cls is not None and param_count.is_module_class(cls)
-    return False
 
 
 __all__ = ["RunReading", "read_run", "run_from_module", "read_module", "DEFAULT_LORA_RANK"]

@@ -12,8 +12,10 @@ optimizer is priced as plain SGD (no state), unknown precision as the cheapest o
 unknown checkpointing / flash attention / fused step as on, a sequence length read as a
 maximum (truncation) or an image size not read for an image model as unknown (no
 activations). When something cannot be bounded from below at all (sharding over an unknown
-number of GPUs, quantized or offloaded weights, a model of unknown size) the rule says
-nothing.
+number of GPUs, quantized or offloaded weights, a model of unknown size, one of several
+models a flag chooses between) the rule says nothing; nor when the file never puts the run
+on a GPU (no ``.cuda()``, ``.to(device)``, DDP, Trainer, accelerate or DeepSpeed: a plain
+script runs on the CPU) or puts the model on the CPU explicitly.
 """
 from __future__ import annotations
 
@@ -70,7 +72,7 @@ class ProjectedOom(Rule):
         import torch
         from transformers import AutoModelForCausalLM
 
-        model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf")
+        model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-2-7b-hf").to("cuda")
         optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
         for batch in loader:
             loss = model(**batch).loss
@@ -82,7 +84,7 @@ class ProjectedOom(Rule):
         import torch
         from transformers import AutoModelForCausalLM
 
-        model = AutoModelForCausalLM.from_pretrained("gpt2")
+        model = AutoModelForCausalLM.from_pretrained("gpt2").to("cuda")
         optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
         for batch in loader:
             loss = model(**batch).loss

@@ -43,7 +43,7 @@ SEQS = (64, 128, 256)
 #: ("balse": b*a*(ceil(s/32)*32 - s), the memory-efficient kernel pads its fp32 logsumexp to 32 rows)
 LAYER_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "balse", "bssa", "bss", "ss", "s", "b", "1")
 #: monomials the non-layer part (embeddings, final norm, head, loss) may contain
-REST_FEATURES = ("bsh", "bsV", "bs", "bh", "bshd", "shd", "bss", "bssa", "ss", "s", "b", "1")
+REST_FEATURES = ("bsh", "bsV", "bs", "bh", "bshd", "shd", "bss", "bssa", "ssa", "ss", "s", "b", "1")
 
 
 def monomials(b: int, s: int, t: int, v: dict[str, int]) -> dict[str, int]:
@@ -52,7 +52,7 @@ def monomials(b: int, s: int, t: int, v: dict[str, int]) -> dict[str, int]:
     return {"bsh": b * s * h, "bsf": b * s * f, "bskv": b * s * kv, "bs": b * s, "bsa": b * s * a,
             "bssa": b * s * s * a, "bss": b * s * s, "ss": s * s, "s": s, "b": b, "1": 1,
             "bsV": b * s * voc, "bh": b * h, "bshd": b * s * (h // a), "shd": s * (h // a),
-            "balse": b * a * (-(-s // 32) * 32 - s)}
+            "balse": b * a * (-(-s // 32) * 32 - s), "ssa": s * s * a}
 
 
 @dataclass

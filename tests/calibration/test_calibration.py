@@ -196,7 +196,7 @@ def _measured(fit: Dict[str, Any], b: int, s: int, w: Dict[str, int]) -> float:
     mono = {"bsh": b * s * w["h"], "bsf": b * s * w["f"], "bskv": b * s * w["kv"], "bs": b * s,
             "bsa": b * s * w["a"], "bssa": b * s * s * w["a"], "bss": b * s * s, "ss": s * s, "s": s,
             "b": b, "1": 1, "bsV": b * s * w["V"], "bh": b * w["h"], "bshd": b * s * hd, "shd": s * hd,
-            "balse": b * w["a"] * (-(-s // 32) * 32 - s)}
+            "balse": b * w["a"] * (-(-s // 32) * 32 - s), "ssa": s * s * w["a"]}
     return float(sum(float(c) * mono[m] for m, c in fit["coefficients"].items()))
 
 

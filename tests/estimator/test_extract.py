@@ -864,3 +864,76 @@ def test_examples_bad_train(tmp_path: Path) -> None:
     assert run.params == 1_205_026_826  # torch's count for Classifier() (tests/test_param_count.py)
     assert (run.batch_size, run.optimizer, run.sharding) == (64, "adamw", "ddp")
     assert run.sources["params"] == "bad_train.py:112"
+
+
+# ============================================================ run-time overrides, placement
+
+
+def test_globals_rewritten_by_exec_are_unknown(tmp_path: Path) -> None:
+    """nanoGPT-style ``exec(open('configurator.py').read())`` overrides module globals."""
+    source = """
+        import torch
+        from torch.utils.data import DataLoader
+        batch_size = 12
+        block_size = 1024
+        exec(open("configurator.py").read())
+        loader = DataLoader(ds, batch_size=batch_size)
+    """
+    reading = read(source, tmp_path)
+    assert reading.run.batch_size is None and reading.run.seq_len is None
+    assert {"batch_size", "seq_len"} <= reading.unknown
+
+
+def test_alternative_models_use_the_smallest(tmp_path: Path) -> None:
+    source = """
+        import torch
+        import torch.nn as nn
+        if flag:
+            model = nn.Sequential(nn.Linear(10, 10))  # <- params
+        else:
+            model = nn.Sequential(nn.Linear(1000, 1000))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    """
+    reading = read(source, tmp_path)
+    assert reading.run.params == 110
+    assert reading.run.sources["params"] == line(source, "params")
+
+
+def test_alternative_model_of_unknown_size_makes_the_model_unknown(tmp_path: Path) -> None:
+    source = """
+        import torch
+        import torch.nn as nn
+        if flag:
+            model = nn.Sequential(nn.Linear(width, 10))
+        else:
+            model = nn.Sequential(nn.Linear(1000, 1000))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    """
+    assert read(source, tmp_path).run.total_params is None
+
+
+@pytest.mark.parametrize(
+    "placement, expected",
+    [
+        ("model = model.cuda()", True),
+        ('model.to("cuda:0")', True),
+        ('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nmodel.to(device)', True),
+        ('model.to("cpu")', False),
+        ('device = "cpu"\nmodel = model.to(device)', False),
+        ("pass", None),
+    ],
+)
+def test_placement(tmp_path: Path, placement: str, expected: object) -> None:
+    source = "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(4, 4))\n" + placement + "\n"
+    assert read(source, tmp_path).on_gpu is expected
+
+
+def test_trainers_and_launchers_are_gpu_placement(tmp_path: Path) -> None:
+    source = """
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+        Trainer(model=model, args=TrainingArguments("out")).train()
+    """
+    assert read(source, tmp_path).on_gpu is True
+    cpu = source.replace('TrainingArguments("out")', 'TrainingArguments("out", use_cpu=True)')
+    assert read(cpu, tmp_path).on_gpu is False

@@ -1,0 +1,124 @@
+"""Run the plugin over folders of real training code and count its findings.
+
+Usage::
+
+    python benchmarks/scan.py FOLDER [FOLDER ...] [--out FILE] [--jobs N] [--slow SECONDS]
+
+For each FOLDER (a checkout of a public training repository) it runs
+``python -m flake8 --isolated --select TP --jobs N`` and prints one table row
+per repository: the ``.py`` files in it, the findings per code, the total, and
+the internal notes the plugin wrote on stderr (lines starting
+``flake8-torch-preflight:``: a rule that raised, a file over its time budget).
+``--out FILE`` saves every raw finding (``repo<TAB>path:line:col: CODE message``)
+so that each one can be read and judged (the ledger is ``scan_ledger.md``).
+``--slow S`` also analyses every file in-process and lists those taking more
+than S seconds.  Nothing here is a test; the figures go in the README and notes.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+NOTE_PREFIX = "flake8-torch-preflight:"
+FINDING = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>TPV?\d+) (?P<message>.*)$")
+
+
+def python_files(folder: Path) -> List[Path]:
+    return sorted(p for p in folder.rglob("*.py") if p.is_file())
+
+
+def scan(folder: Path, jobs: str) -> Tuple[List[Tuple[str, int, int, str, str]], List[str], float]:
+    """(findings as (relative path, line, col, code, message), stderr notes, seconds)."""
+    cmd = [sys.executable, "-m", "flake8", "--isolated", "--select", "TP", "--jobs", jobs, "--exit-zero", "."]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=str(folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    seconds = time.perf_counter() - start
+    findings = []
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        match = FINDING.match(line)
+        if match is None:
+            continue
+        path = match["path"][2:] if match["path"].startswith("./") else match["path"]
+        findings.append((path, int(match["line"]), int(match["col"]), match["code"], match["message"]))
+    errors = proc.stderr.decode("utf-8", "replace").splitlines()
+    notes = [line for line in errors if line.startswith(NOTE_PREFIX)]
+    if proc.returncode != 0 or any("Traceback" in line for line in errors):
+        notes.append("flake8 exited {}: {}".format(proc.returncode, " | ".join(errors[-3:])))
+    return sorted(findings), notes, seconds
+
+
+def slow_files(folder: Path, threshold: float) -> List[Tuple[float, str]]:
+    """Files whose in-process analysis (every rule, no GPU target) takes more than ``threshold`` s."""
+    from flake8_torch_preflight.analysis import build
+
+    slow = []
+    for path in python_files(folder):
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+        except OSError:
+            continue
+        start = time.perf_counter()
+        build.analyse_file(str(path), lines, build.Settings())
+        elapsed = time.perf_counter() - start
+        if elapsed > threshold:
+            slow.append((elapsed, str(path.relative_to(folder))))
+    return sorted(slow, reverse=True)
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, help="write every raw finding to this file")
+    parser.add_argument("--jobs", default="2", help="flake8 --jobs value (default 2)")
+    parser.add_argument("--slow", type=float, default=None, help="list files whose analysis takes longer (s)")
+    args = parser.parse_args(argv)
+
+    per_repo: Dict[str, Counter] = {}
+    files: Dict[str, int] = {}
+    all_notes: List[str] = []
+    raw: List[str] = []
+    slow: List[str] = []
+    for folder in args.folders:
+        repo = folder.resolve().name
+        found, notes, seconds = scan(folder, args.jobs)
+        files[repo] = len(python_files(folder))
+        per_repo[repo] = Counter(code for _, _, _, code, _ in found)
+        all_notes.extend("{}: {}".format(repo, n) for n in notes)
+        raw.extend("{}\t{}:{}:{}: {} {}".format(repo, p, ln, col, code, msg) for p, ln, col, code, msg in found)
+        sys.stderr.write("scanned {} ({} files, {:.1f} s)\n".format(repo, files[repo], seconds))
+        if args.slow is not None:
+            slow.extend("{}: {:.2f} s {}".format(repo, s, name) for s, name in slow_files(folder, args.slow))
+
+    codes = sorted({c for counts in per_repo.values() for c in counts})
+    header = ["repository", "files"] + codes + ["total"]
+    rows = []
+    for repo in per_repo:
+        counts = per_repo[repo]
+        rows.append([repo, str(files[repo])] + [str(counts.get(c, 0)) for c in codes] + [str(sum(counts.values()))])
+    totals = Counter()
+    for counts in per_repo.values():
+        totals.update(counts)
+    rows.append(["total", str(sum(files.values()))] + [str(totals.get(c, 0)) for c in codes] + [str(sum(totals.values()))])
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    for row in [header] + rows:
+        print("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+    print("internal notes: {}".format(len(all_notes)))
+    for note in all_notes:
+        print("  " + note)
+    if args.slow is not None:
+        print("files over {} s: {}".format(args.slow, len(slow)))
+        for line in slow:
+            print("  " + line)
+    if args.out is not None:
+        args.out.write_text("".join(line + "\n" for line in raw), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,206 @@
+"""Is a forward pass an evaluation?  Evidence read from the code around it, for TP002.
+
+* the function is named like one (``evaluate``, ``validate``, ``predict``, ``infer``; ``test``
+  only with a loop, so model-file smoke tests and pytest functions do not count);
+* an enclosing loop iterates a held-out split (``val_loader``, ``loaders["test"]``, ``testloader``);
+* the model was switched to ``eval()`` before the call (:func:`mode_before`);
+
+and the counter-evidence: a pass that uses gradients (backward, autograd.grad, requires_grad_),
+a model frozen with ``requires_grad_(False)``.  All syntactic except where noted.
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Set, Tuple
+
+from astroid import nodes
+
+from . import dataflow, infer, loops
+
+#: Words of a function name that make it an evaluation or inference function.
+EVAL_FUNCTION_WORDS = frozenset(
+    {"val", "valid", "validate", "validation", "eval", "evaluate", "evaluation", "test", "testing", "predict",
+     "prediction", "predictions", "infer", "inference"}
+)
+
+#: "test" alone names an evaluation only for a function with a loop (``def test(): y = net(x)`` in a
+#: model file, or a pytest function, is a smoke test).
+TEST_WORDS = frozenset({"test", "testing"})
+
+#: Words of a loop's iterable that name a held-out split (``val_loader``, ``loaders["test"]``, ``testloader``).
+EVAL_SPLIT_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "testing", "dev", "holdout"})
+
+#: Suffixes glued to a split word without an underscore (``testloader``, ``valset``).
+SPLIT_SUFFIXES = ("loader", "loaders", "dl", "set", "data", "dataset", "batches", "iter")
+
+#: Calls showing that a pass needs gradients (adversarial examples, saliency maps): never reported.
+GRADIENT_METHODS = frozenset({"backward", "manual_backward", "requires_grad_"})
+GRADIENT_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+
+#: Mode switches on a module: ``eval()`` (or ``train(False)``) and ``train()``.
+MODE_METHODS = frozenset({"eval", "train"})
+
+#: Method calls that are never a forward pass.
+NOT_FORWARD_METHODS = GRADIENT_METHODS | MODE_METHODS
+
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def enclosing_function(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
+    """The ``def`` a node runs in, looking through comprehensions (None at module level or in a lambda)."""
+    scope = node.scope()
+    while isinstance(scope, (nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)):
+        scope = scope.parent.scope()
+    return scope if isinstance(scope, nodes.FunctionDef) else None
+
+
+def uses_gradients(call: nodes.Call) -> bool:
+    """``backward()``, ``manual_backward``, ``requires_grad_()``, ``requires_grad=True`` or ``autograd.grad``."""
+    if infer.method_name(call) in GRADIENT_METHODS:
+        return True
+    for kw in call.keywords or ():
+        if kw.arg == "requires_grad" and isinstance(kw.value, nodes.Const) and kw.value.value is True:
+            return True
+    if infer.call_name(call) in ("grad", "backward"):
+        return infer.callee_qname(call) in GRADIENT_FUNCTIONS or infer.dotted_name(call.func) in GRADIENT_FUNCTIONS
+    return False
+
+
+def _own_nodes(scope: nodes.NodeNG, klass: type) -> List[nodes.NodeNG]:
+    """Nodes of ``klass`` in a function, or in a module's own statements (not its functions)."""
+    if not isinstance(scope, nodes.Module):
+        return list(scope.nodes_of_class(klass))
+    return list(scope.nodes_of_class(klass, skip_klass=(nodes.FunctionDef, nodes.ClassDef)))
+
+
+def frozen_receivers(scope: nodes.NodeNG) -> Set[str]:
+    """Texts of the models frozen in ``scope``: ``X.requires_grad_(False)`` and
+    ``for p in X.parameters(): p.requires_grad = False``."""
+    found: Set[str] = set()
+    for call in _own_nodes(scope, nodes.Call):
+        if infer.method_name(call) == "requires_grad_" and call.args:
+            flag = call.args[0]
+            if isinstance(flag, nodes.Const) and flag.value is False:
+                found.add(dataflow.binding_text(unwrap(call.func.expr)))  # type: ignore[union-attr]
+    for assign in _own_nodes(scope, nodes.Assign):
+        value = assign.value
+        if not (isinstance(value, nodes.Const) and value.value is False):
+            continue
+        for target in assign.targets:
+            if not (isinstance(target, nodes.AssignAttr) and target.attrname == "requires_grad"):
+                continue
+            loop = target.parent
+            while loop is not None and not isinstance(loop, nodes.For):
+                loop = loop.parent
+            iterable = loop.iter if isinstance(loop, nodes.For) else None
+            if (
+                isinstance(iterable, nodes.Call)
+                and infer.method_name(iterable) in ("parameters", "named_parameters")
+                and isinstance(target.expr, nodes.Name)
+            ):
+                found.add(dataflow.binding_text(unwrap(iterable.func.expr)))  # type: ignore[union-attr]
+    return found
+
+
+def _words(name: str) -> List[str]:
+    return [w.lower() for w in _WORD.findall(name)]
+
+
+def eval_named(func: nodes.FunctionDef) -> bool:
+    words = set(_words(func.name)) & EVAL_FUNCTION_WORDS
+    if not words:
+        return False
+    if words <= TEST_WORDS and next(func.nodes_of_class((nodes.For, nodes.While)), None) is None:
+        return False  # a pytest function or a model file's shape smoke test, not an evaluation loop
+    return True
+
+
+def split_words(expr: nodes.NodeNG) -> bool:
+    texts: List[str] = []
+    for node in [expr] + list(expr.nodes_of_class((nodes.Name, nodes.Attribute, nodes.Const))):
+        if isinstance(node, nodes.Name):
+            texts.append(node.name)
+        elif isinstance(node, nodes.Attribute):
+            texts.append(node.attrname)
+        elif isinstance(node, nodes.Const) and isinstance(node.value, str):
+            texts.append(node.value)
+    for text in texts:
+        for word in _words(text):
+            if word in EVAL_SPLIT_WORDS:
+                return True
+            if any(word.startswith(split) and word[len(split):] in SPLIT_SUFFIXES for split in EVAL_SPLIT_WORDS):
+                return True
+    return False
+
+
+def split_loop(call: nodes.Call) -> Optional["loops.Loop"]:
+    """The innermost enclosing ``for`` loop that iterates a validation / test split."""
+    for loop in loops.enclosing_loops(call):
+        if isinstance(loop, nodes.For) and split_words(loop.iter):
+            return loop
+    return None
+
+
+def has_eval_calls(scope: nodes.NodeNG) -> bool:
+    """Any ``x.eval()``/``x.train(False)`` in the function (or the module body and its functions)."""
+    for call in scope.nodes_of_class(nodes.Call):
+        method = infer.method_name(call)
+        if method == "eval" or (method == "train" and call.args and isinstance(call.args[0], nodes.Const)):
+            return True
+    return False
+
+
+def model_expression(call: nodes.Call) -> nodes.NodeNG:
+    func = call.func
+    if isinstance(func, nodes.Attribute) and func.attrname == "forward":
+        return func.expr
+    return func
+
+
+def unwrap(expr: nodes.NodeNG) -> nodes.NodeNG:
+    """``model`` for ``model.module`` (a wrapper's inner model)."""
+    while isinstance(expr, nodes.Attribute) and expr.attrname == "module":
+        expr = expr.expr
+    return expr
+
+
+def mode_before(call: nodes.Call, model: nodes.NodeNG, scope: nodes.NodeNG) -> Optional[Tuple[str, str]]:
+    """(``"eval"``/``"train"``, receiver text) of the last ``<model>.eval()``/``.train()`` before
+    ``call`` in its function (a call on ``model`` also switches ``model.head``)."""
+    wanted = dataflow.binding_text(unwrap(model))
+    child: nodes.NodeNG = call
+    parent = call.parent
+    while parent is not None:
+        before: List[nodes.NodeNG] = []
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and child in block:
+                before = block[: block.index(child)]
+                break
+        for stmt in reversed(before):
+            found = _last_mode_call(stmt, wanted)
+            if found is not None:
+                return found
+        if parent is scope:
+            return None
+        child = parent
+        parent = parent.parent
+    return None
+
+
+def _last_mode_call(stmt: nodes.NodeNG, wanted: str) -> Optional[Tuple[str, str]]:
+    result: Optional[Tuple[Tuple[int, int], Tuple[str, str]]] = None
+    for call in infer.iter_calls(stmt):
+        method = infer.method_name(call)
+        if method not in MODE_METHODS:
+            continue
+        receiver = dataflow.binding_text(unwrap(call.func.expr))  # type: ignore[union-attr]
+        if wanted != receiver and not wanted.startswith(receiver + "."):
+            continue  # model.eval() also switches model.head
+        mode = "eval" if method == "eval" else "train"
+        if method == "train" and call.args and isinstance(call.args[0], nodes.Const) and call.args[0].value is False:
+            mode = "eval"
+        key = (call.lineno or 0, call.col_offset or 0)
+        if result is None or key > result[0]:
+            result = (key, (mode, receiver))
+    return result[1] if result is not None else None
