@@ -1,6 +1,7 @@
 """Loops around a node, the calls a loop makes each iteration, and the training loop."""
 from __future__ import annotations
 
+import weakref
 from typing import Iterator, List, Optional, Set, Union
 
 from astroid import nodes
@@ -65,10 +66,24 @@ def calls_in(statements: "List[nodes.NodeNG] | Iterator[nodes.NodeNG]", helper_d
     return found
 
 
+_DEFINED: "weakref.WeakKeyDictionary[nodes.Module, Set[str]]" = weakref.WeakKeyDictionary()
+
+
+def defined_function_names(module: nodes.Module) -> Set[str]:
+    """Names of every ``def`` in the file (functions and methods): a cheap filter before inference."""
+    names = _DEFINED.get(module)
+    if names is None:
+        names = {f.name for f in module.nodes_of_class(nodes.FunctionDef)}
+        _DEFINED[module] = names
+    return names
+
+
 def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     """The function of the checked file that ``call`` invokes, or None (stubs and libraries excluded)."""
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return None
+    if infer.call_name(call) not in defined_function_names(call.root()):
+        return None  # no def of that name in the file: it cannot be a local helper
     func = infer.function_def(call.func)
     if func is None or func.root() is not call.root():
         return None

@@ -8,7 +8,7 @@ from astroid import nodes
 
 from ..analysis import accumulators, infer, loops, provenance
 from ..analysis.provenance import Prov, Provenance, source_text
-from ._base import Rule, register
+from ._base import Rule, register, text_gate
 
 #: Container methods that keep their argument beyond the iteration (lists, deques).
 STORE_METHODS = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
@@ -37,6 +37,7 @@ _AFTER = (
 @register
 class GraphRetention(Rule):
     code, slug = "TP001", "graph-retention"
+    requires = text_gate(r"backward\(|\.eval\(|(?i:evaluat|validat|predict|infer)")
     message = (
         "{value} is kept across loop iterations still attached to its autograd graph {case}. "
         "Keep {value}.item() (a number) or {value}.detach() (a tensor) instead."

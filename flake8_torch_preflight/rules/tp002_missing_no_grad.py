@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 from astroid import nodes
 
 from ..analysis import dataflow, evaluation, loops, provenance
-from ._base import Rule, register
+from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
     from ..analysis.build import FileContext
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 @register
 class MissingNoGrad(Rule):
     code, slug = "TP002", "missing-no-grad"
+    requires = text_gate(r"\.eval\(|(?i:evaluat|validat|predict|infer|test|val)")
     message = (
         "{call} is an evaluation forward pass ({why}) that runs with autograd on, so every batch records a "
         "graph and keeps its activations alive for nothing, often doubling memory and slowing the pass. "

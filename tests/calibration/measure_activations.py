@@ -131,7 +131,16 @@ def _vit(v: dict[str, int], L: int, impl: str, head: str = "cls") -> torch.nn.Mo
     cfg = tf.ViTConfig(hidden_size=v["h"], intermediate_size=v["f"], num_attention_heads=v["a"],
                        num_hidden_layers=L, image_size=v.get("image", 224), patch_size=16,
                        num_labels=v["V"], attn_implementation=impl)
-    return tf.ViTForImageClassification(cfg)
+    # trunc_normal_ reads values (.item()), which fake tensors do not have; the values are irrelevant
+    import transformers.initialization as init
+
+    table = init.TORCH_INIT_FUNCTIONS
+    saved = table["trunc_normal_"]
+    table["trunc_normal_"] = lambda tensor, **kwargs: tensor
+    try:
+        return tf.ViTForImageClassification(cfg)
+    finally:
+        table["trunc_normal_"] = saved
 
 
 # ---------------------------------------------------------------------------------------------
