@@ -18,6 +18,7 @@ from harness import ROOT, run_plugin
 from flake8_torch_preflight.rules import ALL_RULES
 
 README = ROOT / "README.rst"
+EXAMPLE_OPTIONS = ["--tp-target-gpu", "t4"]
 BEGIN = ".. BEGIN GENERATED RULES (tests/test_readme.py)"
 END = ".. END GENERATED RULES"
 
@@ -26,11 +27,23 @@ def _block(code: str) -> str:
     return ".. code-block:: python\n\n" + textwrap.indent(textwrap.dedent(code).strip("\n"), "    ") + "\n"
 
 
+def _rst_text(text: str) -> str:
+    """Rationale prose as safe reStructuredText: code in double backticks, no stray markup."""
+    text = re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
+    parts = re.split(r"(``[^`]+``)", text)
+    for i, part in enumerate(parts):
+        if not part.startswith("``"):
+            part = re.sub(r"(\*\*?\w+|(?<![\w.])[\w.]*\w_(?!\w)(?:\([^)]*\))?)", r"``\1``", part)
+            parts[i] = part
+    return "".join(parts)
+
+
 def rule_sections() -> str:
     parts = []
     for rule in ALL_RULES:
         title = "{} {}".format(rule.code, rule.slug)
-        message = re.sub(r"\{(\w+)\}", r"<\1>", rule.message)
+        found = run_plugin(ROOT / "example.py", textwrap.dedent(rule.example_bad), [rule.code], EXAMPLE_OPTIONS)
+        message = found[0][2] if found else rule.code + " " + rule.message
         parts.append(
             "\n".join(
                 [
@@ -39,9 +52,11 @@ def rule_sections() -> str:
                     title,
                     "~" * len(title),
                     "",
-                    "*Message:* ``{} {}``".format(rule.code, message),
+                    "Message for the example below::",
                     "",
-                    textwrap.fill(rule.rationale, 100),
+                    textwrap.indent(textwrap.fill(message, 96, break_on_hyphens=False, break_long_words=False), "    "),
+                    "",
+                    textwrap.fill(_rst_text(rule.rationale), 100, break_on_hyphens=False, break_long_words=False),
                     "",
                     "Reported:",
                     "",
@@ -72,7 +87,7 @@ def test_readme_rule_sections_are_current() -> None:
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=[r.code for r in ALL_RULES])
 def test_readme_examples_behave(rule, tmp_path: Path) -> None:
-    options = ["--tp-target-gpu", "t4"]
+    options = EXAMPLE_OPTIONS
     bad = textwrap.dedent(rule.example_bad)
     good = textwrap.dedent(rule.example_good)
     found = [m.split(" ", 1)[0] for _, _, m in run_plugin(tmp_path / "bad.py", bad, [rule.code], options)]
