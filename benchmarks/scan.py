@@ -48,8 +48,10 @@ def scan(folder: Path, jobs: str) -> Tuple[List[Tuple[str, int, int, str, str]],
         findings.append((path, int(match["line"]), int(match["col"]), match["code"], match["message"]))
     errors = proc.stderr.decode("utf-8", "replace").splitlines()
     notes = [line for line in errors if line.startswith(NOTE_PREFIX)]
-    if proc.returncode != 0 or any("Traceback" in line for line in errors):
-        notes.append("flake8 exited {}: {}".format(proc.returncode, " | ".join(errors[-3:])))
+    other = [line for line in errors if not line.startswith(NOTE_PREFIX)]
+    if proc.returncode != 0 or any("Traceback" in line for line in other):
+        start = next((i for i, line in enumerate(other) if "Traceback" in line), max(len(other) - 3, 0))
+        notes.append("flake8 exited {}: {}".format(proc.returncode, " | ".join(other[start:start + 12])))
     return sorted(findings), notes, seconds
 
 

@@ -62,8 +62,11 @@ def test_gate_skips_files_that_cannot_involve_torch(monkeypatch) -> None:
     calls = []
     monkeypatch.setattr(build, "_analyse", lambda *a, **k: calls.append(a[0]) or {})
     build.analyse_file("plain.py", _lines("import os\nprint(os.getcwd())\n"), build.Settings())
-    build.analyse_file("helper.py", _lines("def step(loss):\n    loss.backward()\n"), build.Settings())
-    assert calls == ["helper.py"]  # no torch import, but it receives tensors: analysed
+    build.analyse_file("turtle_like.py", _lines("def back(t):\n    t.backward(10)\n"), build.Settings())
+    build.analyse_file("helper.py", _lines("def step(loss, opt):\n    loss.backward()\n    opt.step()\n"), build.Settings())
+    # No torch import, but it receives tensors and steps an optimizer: analysed.  A ``.backward(``
+    # alone (turtle.py moves a pen backward) is not enough.
+    assert calls == ["helper.py"]
 
 
 def test_helper_module_without_torch_import_is_still_checked() -> None:

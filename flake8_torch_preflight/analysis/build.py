@@ -24,12 +24,21 @@ from astroid.manager import AstroidManager
 from . import brain
 from .walker import BudgetExceeded, walk
 
-#: Text that must appear before a file is worth an astroid build.  Beyond the
-#: word ``torch`` it holds the calls a helper module that only *receives* torch
-#: objects still makes (``loss.backward()``, ``optimizer.zero_grad()``).
-TORCH_MARKERS = re.compile(
-    r"torch|\.backward\(|zero_grad|DataLoader|autocast|GradScaler|lightning|transformers|accelerate|timm|\.cuda\("
-)
+#: Text that makes a file worth an astroid build: it names torch or a torch framework.
+TORCH_MARKERS = re.compile(r"torch|lightning|transformers|accelerate|timm|deepspeed")
+
+#: A file that never names torch is still checked when it looks like a training helper that only
+#: *receives* tensors: it calls ``.backward(`` and steps or zeroes an optimizer.  (``turtle.py``
+#: has ``.backward(`` alone and is skipped.)
+HELPER_MARKERS = (re.compile(r"\.backward\("), re.compile(r"zero_grad|\.step\(|optimi[sz]er"))
+
+
+def worth_analysing(source: str) -> bool:
+    """The cheap gate run before any astroid work."""
+    if TORCH_MARKERS.search(source):
+        return True
+    return all(marker.search(source) for marker in HELPER_MARKERS)
+
 
 #: Seconds one file's analysis may take before it is abandoned (its findings
 #: dropped, a note printed).  Measured: a 1000-deep call chain takes ~30 s of
@@ -88,7 +97,7 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Fin
         if (settings.selected is None or r.code in settings.selected)
         and (r.requires is None or r.requires.search(source))
     ]
-    if not rules or not TORCH_MARKERS.search(source):
+    if not rules or not worth_analysing(source):
         return {}
     deadline = time.monotonic() + BUDGET_SECONDS
     too_slow = "took longer than {:.0f} s and was skipped".format(BUDGET_SECONDS)

@@ -182,6 +182,10 @@ def build_run(args: argparse.Namespace) -> RunSpec:
     changes: Dict[str, Any] = {}
     if args.model is not None:
         changes["model"] = find_model(args.model)
+        if args.params is None and (run.params is not None or run.model_label is not None):
+            # the script's parameter count and label belong to the model it built, not this one
+            dropped = {k: v for k, v in run.sources.items() if k not in ("params", "model_label")}
+            run = run.replace(params=None, model_label=None, sources=dropped)
     if args.params is not None:
         changes["params"] = args.params
     for name in _OVERRIDES:
@@ -197,13 +201,7 @@ def build_run(args: argparse.Namespace) -> RunSpec:
     sources = dict(run.sources)
     for name in ("precision", "optimizer"):
         sources.setdefault(name, DEFAULT)
-    run = run.replace(sources=sources)
-    model = run.model
-    if run.image_size is None and model is not None and model.kind in ("cnn", "vision-transformer"):
-        native = model.shape.get("image_size")
-        if isinstance(native, int) and native > 0:
-            run = run.replace(source="model default", image_size=native)
-    return run
+    return run.replace(sources=sources).with_native_image_size()
 
 
 def _target(args: argparse.Namespace) -> Optional[GpuTarget]:

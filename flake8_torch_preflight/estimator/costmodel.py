@@ -778,7 +778,12 @@ def _optimizer_state_elements(run: RunSpec, trainable: int) -> Optional[float]:
 
 
 def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
-    """Price ``run`` on one device of ``gpu`` (or with the default context when ``None``)."""
+    """Price ``run`` on one device of ``gpu`` (or with the default context when ``None``).
+
+    An image model without an image size is priced at its native one; the estimate's ``run``
+    then says so (``sources["image_size"] == "default (native 224)"``, and a note).
+    """
+    run = run.with_native_image_size()
     params = run.total_params
     terms: Dict[str, Term] = {}
     notes: List[str] = []
@@ -877,7 +882,8 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
             extra = max(0, step.bytes - sum(t.bytes or 0 for t in live))
             low = max(0, step.bytes - sum(t.high or 0 for t in live))
             high = max(0, step.bytes - sum(t.low for t in live))
-            terms["optimizer_step"] = Term(extra, low, high, "foreach temporaries beyond backward's peak")
+            note = "foreach temporaries beyond backward's peak" if extra else "foreach temporaries fit in backward's peak"
+            terms["optimizer_step"] = Term(extra, low, high, note)
 
     # KV cache
     terms["kv_cache"] = _kv_cache(run)
@@ -965,6 +971,8 @@ def _run_notes(run: RunSpec) -> List[str]:
         total = run.seq_len + ((run.max_new_tokens or 0) if run.generation else 0)
         if total > limit:
             notes.append(f"sequence length {total} exceeds {model.key}'s {limit} positions")
+    if run.image_size_defaulted:
+        notes.append(f"image size not given: priced at {model.key}'s native {run.image_size} px")
     if run.image_size is not None and model.kind not in ("cnn", "vision-transformer"):
         notes.append(f"image size ignored: {model.key} is a {model.kind}")
     if run.flash and model.kind == "cnn":

@@ -4,7 +4,7 @@ A ``RunSpec`` is plain data: what model, what batch, what precision and optimize
 distributed. ``estimator.extract.read_run`` fills one from a training script, the command line
 overrides fields on top of it, and ``estimator.costmodel.estimate`` turns it into bytes.
 ``sources`` records where each field came from (``"train.py:12"``, ``"command line"``,
-``"default"``), so a report can say why it assumed what it assumed.
+``"default"``, ``"default (native 224)"``), so a report can say why it assumed what it assumed.
 """
 from __future__ import annotations
 
@@ -45,6 +45,13 @@ COMMAND_LINE = "command line"
 #: Value recorded in ``sources`` for a field nobody gave.
 DEFAULT = "default"
 
+#: Value recorded in ``sources["image_size"]`` when an image model is priced at the catalogue's
+#: native resolution because no image size was given.
+NATIVE_IMAGE_SOURCE = "default (native {})"
+
+#: Model kinds that take an image size.
+IMAGE_KINDS: Tuple[str, ...] = ("cnn", "vision-transformer")
+
 
 class RunSpecError(ValueError):
     """A run description that cannot be priced; the message is one line."""
@@ -57,12 +64,15 @@ class RunSpec:
     ``fused_optimizer`` means a single-kernel step (``fused=True``, or ``foreach=False``),
     without the state-sized temporaries of the default foreach step.
     ``params`` overrides the model's parameter count (and stands in for it when ``model`` is
-    ``None``, for models outside the catalogue). ``None`` in a size field means "not known";
+    ``None``, for models outside the catalogue). ``model_label`` names such a model for the
+    report (the class of a hand-written ``nn.Module``: ``"Classifier"``); its source, when
+    recorded as ``sources["model_label"]``, is where it is defined. ``None`` in a size field means "not known";
     the cost model then reports the terms that depend on it as unknown rather than guessing.
     """
 
     model: Optional[ModelSpec] = None
     params: Optional[int] = None
+    model_label: Optional[str] = None
     batch_size: Optional[int] = None
     seq_len: Optional[int] = None
     image_size: Optional[int] = None
@@ -93,6 +103,36 @@ class RunSpec:
     @property
     def model_name(self) -> Optional[str]:
         return None if self.model is None else self.model.key
+
+    @property
+    def display_name(self) -> Optional[str]:
+        """The catalogue key, else the label of a model outside the catalogue, else ``None``."""
+        return self.model.key if self.model is not None else self.model_label
+
+    @property
+    def native_image_size(self) -> Optional[int]:
+        """The catalogue's image size for an image model (``None`` for other kinds)."""
+        model = self.model
+        if model is None or model.kind not in IMAGE_KINDS:
+            return None
+        native = model.shape.get("image_size")
+        if isinstance(native, bool) or not isinstance(native, int) or native <= 0:
+            return None
+        return native
+
+    @property
+    def image_size_defaulted(self) -> bool:
+        """True when the image size is the model's native one because none was given."""
+        native = self.native_image_size
+        return native is not None and self.sources.get("image_size") == NATIVE_IMAGE_SOURCE.format(native)
+
+    def with_native_image_size(self) -> RunSpec:
+        """An image model without an image size gets its native one, recorded in ``sources``
+        as ``"default (native 224)"`` so that the default is never silent; others unchanged."""
+        native = self.native_image_size
+        if self.image_size is not None or native is None:
+            return self
+        return self.replace(source=NATIVE_IMAGE_SOURCE.format(native), image_size=native)
 
     @property
     def total_params(self) -> Optional[int]:

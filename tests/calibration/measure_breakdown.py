@@ -23,6 +23,7 @@ import measure_activations as M
 
 SEQS = (256, 512, 1024)
 VISION_SEQS = (145, 197, 257)
+ENCODER_SEQS = (128, 256, 512)  # BERT-style encoders have 512 positions
 B = 2
 _LAYER = re.compile(r"(^|\.)(layers|layer|h)\.1(\.|$)")
 _T5_BLOCK = re.compile(r"(^|\.)block\.1(\.|$)")  # T5: block.N.layer.K, K = sublayer
@@ -93,7 +94,7 @@ def main(argv: list[str]) -> None:
     fams: dict[str, Any] = dict(old)
     for name in names:
         fam = M.FAMILIES[name]
-        seqs = VISION_SEQS if fam.kind == "vision" else SEQS
+        seqs = VISION_SEQS if fam.kind == "vision" else ENCODER_SEQS if fam.kind == "encoder" else SEQS
         heads = ("full",) if fam.kind == "encdec" else fam.heads[:1]
         res: dict[str, Any] = {}
         for impl in fam.impls:
