@@ -12,7 +12,9 @@ Two shapes, both read from the loop structure (helpers of the file included):
   steps or clears gradients, while the enclosing loop steps, or the function steps after it.
 
 Both give the backward calls that accumulate and N (None when only the iterable is known).
-``rescales_gradients`` recognises the other fix: gradients divided in place before the step.
+``rescales_gradients`` recognises the other fix: gradients divided in place before the step
+(``p.grad /= N``), or a call that cannot be read handed the model and a quotient
+(``scale_grads(model, 1 / num_tokens)``, torchtune's normalisation by the token count).
 
 Name-based evidence: ``MICRO_BATCH_NAME`` recognises an inner loop as a micro-batch loop (a count
 has no binding to resolve); it never decides alone that gradients accumulate, the loop must
@@ -21,11 +23,12 @@ still run backward() with the step outside it.
 from __future__ import annotations
 
 import re
-from typing import Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
 from astroid import nodes
 
 from . import dataflow, gradients, infer, loops
+from .torch_names import MODULE_BASES
 
 #: Loop counts and iterables named for gradient accumulation (``range(accum_steps)``,
 #: ``for mb in micro_batches``): only used to recognise an inner micro-batch loop.
@@ -44,6 +47,9 @@ GRAD_RESCALE_METHODS = frozenset({"div_", "mul_"})
 
 #: torch functions that rescale a list of gradients in place.
 FOREACH_RESCALES = frozenset({"_foreach_div_", "_foreach_mul_"})
+
+#: Methods whose call hands over a model's gradients (``training.scale_grads_(model.parameters(), 1 / n)``).
+PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
 
 #: How many helper levels of the file are searched for a step, zero_grad or backward.
 HELPER_DEPTH = 2
@@ -333,21 +339,63 @@ def _steps_after(loop: nodes.For) -> bool:
 
 def rescales_gradients(scope: nodes.NodeNG) -> bool:
     """Gradients divided in place before the step: ``p.grad /= N``, ``p.grad.div_(N)``,
-    ``torch._foreach_div_(grads, N)``."""
+    ``torch._foreach_div_(grads, N)``, or an unreadable helper handed the model and a quotient
+    (``training.scale_grads_(model.parameters(), 1.0 / num_tokens)``)."""
     if isinstance(scope, (nodes.For, nodes.While)):
         calls = loops.loop_calls(scope, HELPER_DEPTH)
     else:
         calls = list(infer.iter_calls(scope))
+    owners: Optional[Set[str]] = None
     for call in calls:
         method = infer.method_name(call)
         if method in GRAD_RESCALE_METHODS and _is_grad(call.func.expr):  # type: ignore[union-attr]
             return True
         if infer.call_name(call) in FOREACH_RESCALES:
             return True
+        if _quotient_argument(call):
+            if owners is None:
+                owners = _parameter_owners(scope.root())
+            if _opaque_gradient_scaling(call, owners):
+                return True
     for aug in scope.nodes_of_class(nodes.AugAssign):
         if aug.op in ("/=", "*=") and _is_grad(aug.target):
             return True
     return False
+
+
+def _quotient_argument(call: nodes.Call) -> bool:
+    """Some argument of ``call`` is a quotient (``1.0 / num_tokens``, ``world_size / n``): cheap, syntactic."""
+    args = list(call.args) + [kw.value for kw in call.keywords or ()]
+    return any(isinstance(arg, nodes.BinOp) and arg.op == "/" for arg in args)
+
+
+def _opaque_gradient_scaling(call: nodes.Call, owners: Set[str]) -> bool:
+    """A call that cannot be read (a library helper, not a torch function) is handed a model's
+    gradients and a quotient: ``training.scale_grads_(model.parameters(), 1.0 / num_tokens)``,
+    ``scale_grads(self._model, world_size / num_tokens)``.  It may divide the accumulated gradients
+    before the step, so it gets the benefit of the doubt; torch functions (``clip_grad_norm_``) are
+    resolved and never count."""
+    name = infer.qname(call.func)
+    if name is not None and (name.split(".")[0] == "torch" or loops.local_helper(call) is not None):
+        return False  # resolved: a torch function, or a helper of the file whose body is searched
+    args = list(call.args) + [kw.value for kw in call.keywords or ()]
+    for arg in args:
+        if isinstance(arg, nodes.Call) and infer.method_name(arg) in PARAMETER_METHODS:
+            return True
+        if isinstance(arg, (nodes.Name, nodes.Attribute)):
+            if dataflow.binding_text(arg) in owners or infer.is_instance_of(arg, MODULE_BASES):
+                return True
+    return False
+
+
+def _parameter_owners(module: nodes.Module) -> Set[str]:
+    """Texts of every receiver of ``.parameters()`` / ``.named_parameters()`` in the file: the models
+    whose gradients are trained (``self._model`` for ``self._model.parameters()``)."""
+    owners: Set[str] = set()
+    for call in module.nodes_of_class(nodes.Call):
+        if infer.method_name(call) in PARAMETER_METHODS:
+            owners.add(dataflow.binding_text(call.func.expr))  # type: ignore[union-attr]
+    return owners
 
 
 def _is_grad(expr: nodes.NodeNG) -> bool:

@@ -24,11 +24,14 @@ from typing import List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import dataflow, infer, loops
+from . import dataflow, gradients, infer, loops
 from .torch_names import DATALOADERS
 
 #: Calls that hand a DataLoader to a framework that replaces its sampler per rank.
 PREPARE_CALLS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
+
+#: Framework methods that train from a loader they are handed (Lightning ``trainer.fit(model, dl)``).
+FIT_CALLS = frozenset({"fit"})
 
 #: Calls that keep yielding the items of their first argument (``enumerate(loader)``).
 ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "tqdm", "islice", "cycle", "chain", "list"})
@@ -67,16 +70,33 @@ class Uses:
         #: For each training loop, the in-file calls the value was passed through to reach it.
         self.routes: List[Tuple[nodes.Call, ...]] = []
         self.prepared = False
+        #: Handed to a framework's ``fit`` (``trainer.fit(model, loader)``) or to a function of another
+        #: module together with an optimizer (``train_one_epoch(model, loader, optimizer)``); only
+        #: recorded with ``through_prepare``.
+        self.handed_to_training = False
         self.bindings: List[nodes.NodeNG] = []  # names / self.attrs the value was bound to
 
 
-def uses_of(value: nodes.NodeNG, depth: int = MAX_DEPTH) -> Uses:
+def uses_of(value: nodes.NodeNG, depth: int = MAX_DEPTH, through_prepare: bool = False) -> Uses:
+    """Where ``value`` goes (see the module docstring).  With ``through_prepare`` the value is also
+    followed out of ``prepare()`` / ``setup_dataloaders()`` (``model, loader = accelerator.prepare(model,
+    loader)``: the prepared loader is the one iterated), out of tuples that a helper returns and its
+    call site unpacks (``train_dl, val_dl = get_dataloaders()``); a framework ``fit`` call
+    (``trainer.fit(model, loader)``) or a call of another module that is also handed an optimizer
+    (``train_one_epoch(model, loader, optimizer)``) is recorded in ``Uses.handed_to_training``."""
     uses = Uses()
-    _flow(value, depth, uses, set(), ())
+    _flow(value, depth, uses, set(), (), through_prepare)
     return uses
 
 
-def _flow(expr: nodes.NodeNG, depth: int, uses: Uses, seen: Set[int], via: Tuple[nodes.Call, ...]) -> None:
+def _flow(
+    expr: nodes.NodeNG,
+    depth: int,
+    uses: Uses,
+    seen: Set[int],
+    via: Tuple[nodes.Call, ...],
+    deep: bool = False,
+) -> None:
     if id(expr) in seen or depth < 0:
         return
     seen.add(id(expr))
@@ -95,6 +115,12 @@ def _flow(expr: nodes.NodeNG, depth: int, uses: Uses, seen: Set[int], via: Tuple
             name = infer.call_name(parent)
             if name in PREPARE_CALLS:
                 uses.prepared = True
+                if deep and child in parent.args:
+                    for target in _unpacked_targets(parent, parent.args.index(child), len(parent.args)):
+                        _flow_into_target(target, depth - 1, uses, seen, via)
+                return
+            if deep and name in FIT_CALLS and isinstance(parent.func, nodes.Attribute):
+                uses.handed_to_training = True
                 return
             if name == "next" and isinstance(parent.func, nodes.Name):
                 loop = loops.innermost(parent)
@@ -102,37 +128,78 @@ def _flow(expr: nodes.NodeNG, depth: int, uses: Uses, seen: Set[int], via: Tuple
                     _classify(loop, uses, via)
                 return
             if name == "iter" and isinstance(parent.func, nodes.Name):
-                _flow(parent, depth, uses, seen, via)
+                _flow(parent, depth, uses, seen, via, deep)
                 return
             helper = loops.local_helper(parent)
             if helper is not None:
                 param = _parameter_for(parent, child, helper)
                 if param is not None:
                     for use in _name_uses(param):
-                        _flow(use, depth - 1, uses, seen, via + (parent,))
+                        _flow(use, depth - 1, uses, seen, via + (parent,), deep)
                 return
             if name not in ITERATION_WRAPPERS:
+                if deep and _hands_optimizer(parent):
+                    uses.handed_to_training = True  # train_one_epoch(model, loader, optimizer) of another module
                 return  # len(loader), print(loader), a library call: not an iteration
             child, parent = parent, parent.parent  # a wrapper: enumerate(loader), tqdm(loader)
             continue
         break
+    if deep and child is expr and isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Return):
+        func = parent.scope()  # ``return train_dl, val_dl``: follow the unpacked position at each call site
+        if isinstance(func, nodes.FunctionDef):
+            index = parent.elts.index(child)
+            for site in call_sites(func):
+                for target in _unpacked_targets(site, index, len(parent.elts)):
+                    _flow_into_target(target, depth - 1, uses, seen, via)
+        return
     if child is not expr and not (isinstance(parent, (nodes.Assign, nodes.Return))):
         return
     if isinstance(parent, nodes.Assign) and child is parent.value:
         for target in parent.targets:
-            if isinstance(target, nodes.AssignName):
-                uses.bindings.append(target)
-                for use in _name_uses(target):
-                    _flow(use, depth - 1, uses, seen, via)
-            elif isinstance(target, nodes.AssignAttr) and dataflow.binding_text(target.expr) == "self":
-                uses.bindings.append(target)
-                for use in _self_attr_uses(target):
-                    _flow(use, depth - 1, uses, seen, via)
+            _flow_into_target(target, depth - 1, uses, seen, via, deep)
     elif isinstance(parent, nodes.Return):
         func = parent.scope()
         if isinstance(func, nodes.FunctionDef):
             for site in call_sites(func):
-                _flow(site, depth - 1, uses, seen, via)
+                _flow(site, depth - 1, uses, seen, via, deep)
+
+
+def _hands_optimizer(call: nodes.Call) -> bool:
+    """Some argument of ``call`` is an optimizer (resolved, or unresolvable and named like one)."""
+    args = [a for a in call.args if not isinstance(a, nodes.Starred)]
+    args += [kw.value for kw in call.keywords or () if kw.arg is not None]
+    return any(isinstance(a, (nodes.Name, nodes.Attribute)) and gradients.is_optimizer(a) for a in args)
+
+
+def _flow_into_target(
+    target: nodes.NodeNG, depth: int, uses: Uses, seen: Set[int], via: Tuple[nodes.Call, ...], deep: bool = True
+) -> None:
+    """Follow a value into the name or ``self.attr`` it is assigned to."""
+    if isinstance(target, nodes.AssignName):
+        uses.bindings.append(target)
+        for use in _name_uses(target):
+            _flow(use, depth, uses, seen, via, deep)
+    elif isinstance(target, nodes.AssignAttr) and dataflow.binding_text(target.expr) == "self":
+        uses.bindings.append(target)
+        for use in _self_attr_uses(target):
+            _flow(use, depth, uses, seen, via, deep)
+
+
+def _unpacked_targets(call: nodes.Call, index: int, count: int) -> List[nodes.NodeNG]:
+    """The targets that receive position ``index`` of the ``count`` values ``call`` gives back:
+    ``a, b = f()`` gives ``b`` for index 1; a single target takes the only value."""
+    parent = call.parent
+    if not isinstance(parent, nodes.Assign) or parent.value is not call:
+        return []
+    found: List[nodes.NodeNG] = []
+    for target in parent.targets:
+        if isinstance(target, (nodes.Tuple, nodes.List)):
+            elts = target.elts
+            if len(elts) == count and not any(isinstance(e, nodes.Starred) for e in elts):
+                found.append(elts[index])
+        elif count == 1:
+            found.append(target)
+    return found
 
 
 def _classify(loop: "loops.Loop", uses: Uses, via: Tuple[nodes.Call, ...]) -> None:

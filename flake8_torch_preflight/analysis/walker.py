@@ -43,8 +43,8 @@ def walk(
     """Visit every node once, calling each live rule's handlers.
 
     ``failures`` receives ``code -> exception`` for rules that raised; such a
-    rule gets no further calls.  ``deadline`` (a ``time.monotonic()`` value) is
-    checked every few hundred nodes, for platforms without SIGALRM.
+    rule gets no further calls.  ``deadline`` (a ``time.process_time()`` value) is
+    checked every few hundred nodes, for platforms without SIGPROF.
     """
     enter = _handlers(rules, "visit_")
     leave = _handlers(rules, "leave_")
@@ -68,7 +68,7 @@ def walk(
             call(leave, node)
             continue
         count += 1
-        if deadline is not None and count % 256 == 0 and time.monotonic() > deadline:
+        if deadline is not None and count % 256 == 0 and time.process_time() > deadline:
             raise BudgetExceeded()
         call(enter, node)
         stack.append((node, True))

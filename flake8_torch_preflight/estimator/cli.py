@@ -219,7 +219,8 @@ def _write(stream: IO[str], text: str) -> None:
         stream.write(text)
     except UnicodeEncodeError:
         encoding = getattr(stream, "encoding", None) or "ascii"
-        stream.write(text.replace("█", "#").replace("–", "-").encode(encoding, "replace").decode(encoding))
+        plain = text.replace("█", "#").replace("–", "-").replace("≥ ", ">= ")
+        stream.write(plain.encode(encoding, "replace").decode(encoding))
 
 
 def _estimate(args: argparse.Namespace) -> int:

@@ -285,7 +285,7 @@ TERMS: Tuple[str, ...] = (
 )
 
 #: Terms that are allocations (fragmentation is a fraction of their sum).
-_ALLOCATED = TERMS[:-2]
+ALLOCATED_TERMS = TERMS[:-2]
 
 _TRANSFORMER_KINDS = ("decoder", "encoder", "encoder-decoder", "vision-transformer")
 _ZERO_STAGES = ("zero-1", "zero-2", "zero-3")
@@ -894,7 +894,7 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
                                     "from the GPU entry" if gpu is not None else "default (no GPU given)")
 
     # fragmentation
-    allocated = [terms[name] for name in _ALLOCATED]
+    allocated = [terms[name] for name in ALLOCATED_TERMS]
     frag_low = int(FRAGMENTATION_LOW_FRACTION * sum(t.low for t in allocated))
     highs = [t.high for t in allocated]
     frag_high: Optional[int] = None

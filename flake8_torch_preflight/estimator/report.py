@@ -1,14 +1,17 @@
 """Presenting an estimate: the text report, the JSON object of the contract, and one line for TPV001.
 
 Bytes stay ``int`` everywhere in JSON; GiB appear only in text (two decimals in the report,
-one in the one-line summary). Unknown terms are ``null`` in JSON and ``unknown`` in text.
+one in the one-line summary). Unknown terms are ``null`` in JSON and ``unknown`` in text; a
+saving that is only a lower bound (a partly known run) is ``saves_at_least: true`` in JSON and
+``≥`` in text.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from .costmodel import TERMS, Estimate
-from .solver import Combination, Solution
+from .costmodel import TERMS, ZERO, Estimate
+from .run import COMMAND_LINE
+from .solver import Combination, Saving, Solution, steps_text
 
 GIB = 1024**3
 
@@ -36,21 +39,47 @@ def _combination_json(combination: Optional[Combination]) -> Optional[Dict[str, 
         return None
     low, high = combination.after.interval_bytes
     return {
-        "changes": [{"change": c.label, "saves_bytes": saved} for c, saved in combination.steps],
+        "changes": [{"change": c.label, "saves_bytes": saved, "saves_at_least": combination.partial}
+                    for c, saved in combination.steps],
         "peak_after_bytes": combination.after.peak_bytes,
+        "peak_after_is_lower_bound": combination.after.peak_is_lower_bound,
         "interval_after_bytes": [low, high],
         "fits": combination.after.fits,
         "fits_interval": combination.after.fits_interval,
+        "partial": combination.partial,
     }
 
 
-def _model_source(estimate: Estimate) -> Optional[str]:
+def model_name(estimate: Estimate) -> Optional[str]:
+    """The catalogue key, else the label of a hand-written model, else ``None``."""
+    return estimate.run.display_name
+
+
+def model_source(estimate: Estimate) -> Optional[str]:
+    """Where the parameter count comes from: ``catalogue``, ``command line``, the script line
+    that read it, or for a hand-written module ``counted from train.py:24`` (where its class is
+    defined, ``sources["model_label"]``, else where it is built)."""
     run = estimate.run
     if run.params is not None:
-        return run.sources.get("params", "given")
+        origin = run.sources.get("params")
+        if run.model is None and origin not in (None, COMMAND_LINE):
+            return f"counted from {run.sources.get('model_label') or origin}"  # a hand-written module
+        return origin or "given"
     if run.model is not None:
         return "catalogue"
     return None
+
+
+def _saving_json(saving: Saving) -> Dict[str, Any]:
+    return {
+        "change": saving.change,
+        "saves_bytes": saving.saves_bytes,
+        "peak_after_bytes": saving.peak_after_bytes,
+        "fits": saving.fits,
+        "disruption": saving.candidate.disruption,
+        "saves_at_least": saving.partial,
+        "peak_after_is_lower_bound": saving.peak_after_is_lower_bound,
+    }
 
 
 def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
@@ -61,9 +90,9 @@ def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
     gpu = estimate.gpu
     return {
         "model": {
-            "name": None if model is None else model.key,
+            "name": model_name(estimate),
             "params": estimate.params,
-            "source": _model_source(estimate),
+            "source": model_source(estimate),
             "kind": None if model is None else model.kind,
             "reference": None if model is None else model.source,
             "trainable_params": estimate.trainable_params,
@@ -109,27 +138,34 @@ def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
         "fits": estimate.fits,
         "fits_interval": estimate.fits_interval,
         "verdict": estimate.verdict,
-        "savings": [
-            {
-                "change": s.change,
-                "saves_bytes": s.saves_bytes,
-                "peak_after_bytes": s.peak_after_bytes,
-                "fits": s.fits,
-                "disruption": s.candidate.disruption,
-            }
-            for s in solution.savings
-        ],
+        "savings": [_saving_json(s) for s in solution.savings],
         "solution": {
             "status": solution.status,
             "message": solution.message,
             "smallest": _combination_json(solution.combination),
             "whole_interval": _combination_json(solution.interval_combination),
+            "may_fit": _combination_json(solution.may_fit),
+            "lowest": _combination_json(solution.lowest),
         },
         "notes": list(estimate.notes),
     }
 
 
 # ========================================================================================= text
+
+#: How the text report names the breakdown terms (JSON keeps the contract's keys).
+TERM_LABELS: Dict[str, str] = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer_state": "optimizer state",
+    "master_weights": "master weights",
+    "autocast_cache": "autocast cache",
+    "activations": "activations",
+    "kv_cache": "KV cache",
+    "optimizer_step": "optimizer step",
+    "cuda_context": "CUDA context",
+    "fragmentation": "fragmentation",
+}
 
 
 def _run_line(estimate: Estimate) -> str:
@@ -138,26 +174,33 @@ def _run_line(estimate: Estimate) -> str:
     parts.append("generation" if run.generation else ("inference" if run.inference else "training"))
     parts.append(f"batch {run.batch_size if run.batch_size is not None else '?'}")
     model = run.model
-    if model is None or model.kind not in ("cnn", "vision-transformer"):
+    image_model = model is not None and model.kind in ("cnn", "vision-transformer")
+    if not image_model and (model is not None or run.seq_len is not None):
         parts.append(f"seq {run.seq_len if run.seq_len is not None else '?'}")
-    if run.image_size is not None or (model is not None and model.kind in ("cnn", "vision-transformer")):
-        image = run.image_size if run.image_size is not None else model.shape.get("image_size") if model else None
-        parts.append(f"image {image if image is not None else '?'}")
+    if run.image_size is not None or image_model:
+        image = f"image {run.image_size if run.image_size is not None else '?'}"
+        if run.image_size_defaulted:
+            image += " (native default)"
+        parts.append(image)
     if run.generation:
         parts.append(f"+{run.max_new_tokens if run.max_new_tokens is not None else '?'} new tokens")
     parts.append(run.precision)
     if run.training:
         parts.append(run.optimizer + (" (offloaded)" if run.offload_optimizer else ""))
-    if model is None or model.kind != "cnn":
+    if model is not None and model.kind != "cnn":
         parts.append("flash attention" if run.flash else "eager attention")
+    elif run.flash:
+        parts.append("flash attention")
     if run.fused_optimizer and run.training:
         parts.append("fused step")
     if run.checkpointing and run.training:
         parts.append("checkpointing")
     if run.grad_accum_steps > 1:
         parts.append(f"{run.grad_accum_steps}x accumulation")
-    if run.sharding != "none" or run.world_size > 1:
+    if run.world_size > 1 or "world_size" in run.sources:
         parts.append(f"{run.sharding} x{run.world_size}")
+    elif run.sharding != "none":
+        parts.append(run.sharding)
     if run.lora:
         parts.append(f"LoRA rank {run.lora_rank}")
     return "run: " + ", ".join(parts)
@@ -166,12 +209,42 @@ def _run_line(estimate: Estimate) -> str:
 def _model_line(estimate: Estimate) -> str:
     model = estimate.run.model
     params = f"{estimate.params:,}" if estimate.params is not None else "?"
-    name = model.key if model is not None else "unknown model"
-    kind = f", {model.kind}" if model is not None else ""
-    line = f"model: {name}{kind}, {params} parameters ({_model_source(estimate)})"
+    name = model_name(estimate) or "a model outside the catalogue"
+    kind = f" ({model.kind})" if model is not None else ""
+    line = f"model: {name}{kind}, {params} parameters ({model_source(estimate)})"
     if estimate.run.lora and estimate.trainable_params is not None:
         line += f", {estimate.trainable_params:,} trainable"
     return line
+
+
+def _bytes_text(value: int, at_least: bool = False) -> str:
+    return f"{'≥ ' if at_least else ''}{gib(value)} GiB"
+
+
+def _saving_cells(saving: Saving) -> Tuple[str, str, str]:
+    if saving.saves_bytes is None or (saving.partial and saving.saves_bytes == 0):
+        saved = "unknown"
+    else:
+        saved = _bytes_text(saving.saves_bytes, saving.partial)
+    after = _bytes_text(saving.peak_after_bytes, saving.peak_after_is_lower_bound)
+    verdict = {
+        "fits": "fits",
+        "fits-point": "fits the point only",
+        "does-not-fit": "does not fit",
+        "unknown": "may fit",
+        "no-gpu": "",
+    }[saving.after.verdict]
+    return saved, after, verdict
+
+
+def _savings_lines(solution: Solution) -> List[str]:
+    rows = [(s.change,) + _saving_cells(s) for s in solution.savings]
+    widths = [max(len(row[i]) for row in rows + [("change", "saves", "peak after", "")]) for i in range(3)]
+    lines = ["each change alone (fits first, then least disruptive, then most saved):",
+             f"  {'change':<{widths[0]}}  {'saves':>{widths[1]}}     {'peak after':>{widths[2]}}"]
+    for change, saved, after, verdict in rows:
+        lines.append(f"  {change:<{widths[0]}}  {saved:>{widths[1]}}  -> {after:>{widths[2]}}  {verdict}".rstrip())
+    return lines
 
 
 def render_text(estimate: Estimate, solution: Solution) -> str:
@@ -184,11 +257,15 @@ def render_text(estimate: Estimate, solution: Solution) -> str:
     lines = [_model_line(estimate), _run_line(estimate), ""]
     known = [t.bytes for t in estimate.terms.values() if t.bytes is not None]
     largest = max(known) if known else 0
+    idle: List[str] = []
     for name in TERMS:
         term = estimate.terms[name]
-        label = f"  {name:<{width}}"
+        label = f"  {TERM_LABELS[name]:<{width}}"
         if term.bytes is None:
             lines.append(f"{label}{'unknown':>10}      ({term.note})")
+            continue
+        if term == ZERO:
+            idle.append(TERM_LABELS[name])
             continue
         if term.bytes == 0:
             note = f"  ({term.note})" if term.note else ""
@@ -196,18 +273,24 @@ def render_text(estimate: Estimate, solution: Solution) -> str:
             continue
         cells = max(1, round(BAR_WIDTH * term.bytes / largest)) if largest else 0
         lines.append(f"{label}{gib(term.bytes):>10} GiB  {'█' * cells}")
+    if idle:
+        lines.append(f"  {'not in this run':<{width}}{gib(0):>10} GiB  {', '.join(idle)}")
     lines.append("  " + "-" * (width + 16 + BAR_WIDTH))
     low, high = estimate.interval_bytes
     high_text = f"{gib(high)} GiB" if high is not None else "unbounded"
-    peak_label = "projected peak" + (" >=" if estimate.peak_is_lower_bound else "")
-    lines.append(f"  {peak_label:<{width}}{gib(estimate.peak_bytes):>10} GiB  interval {gib(low)} – {high_text}")
+    peak = ("≥ " if estimate.peak_is_lower_bound else "") + gib(estimate.peak_bytes)
+    lines.append(f"  {'projected peak':<{width}}{peak:>10} GiB  interval {gib(low)} – {high_text}")
     if estimate.peak_is_lower_bound:
-        lines.append(f"  {'':<{width}}unknown: {', '.join(estimate.unknown_terms)} (counted at their lower bounds)")
+        unknown = ", ".join(TERM_LABELS[name] for name in estimate.unknown_terms)
+        lines.append(f"  {'':<{width}}unknown: {unknown} (counted at their lower bounds)")
     verdict = _VERDICT_TEXT[estimate.verdict]
     if gpu is not None:
         usable = gpu.usable_bytes
         if estimate.verdict == "does-not-fit":
-            verdict += f": {gib(estimate.peak_bytes - usable)} GiB over"
+            over = "at least " if estimate.peak_is_lower_bound else ""
+            verdict += f": {over}{gib(estimate.peak_bytes - usable)} GiB over"
+        elif estimate.verdict == "fits" and high is not None:
+            verdict += f", {gib(usable - high)} GiB to spare at the high end"
         elif estimate.verdict == "fits-point" and high is not None:
             verdict += f" (high end {gib(high - usable)} GiB over)"
         elif estimate.verdict == "fits-point":
@@ -219,47 +302,72 @@ def render_text(estimate: Estimate, solution: Solution) -> str:
         lines.append(f"  {verdict} (--gpu NAME or --gpu-memory SIZE checks the fit)")
     if solution.savings:
         lines.append("")
-        lines.append("savings (ranked: fits, then least disruption, then most saved):")
-        change_width = max(len(s.change) for s in solution.savings)
-        for s in solution.savings:
-            saved = f"-{gib(s.saves_bytes)} GiB" if s.saves_bytes is not None else "unknown"
-            fits = {True: "fits", False: "does not fit", None: ""}[s.fits]
-            lines.append(
-                f"  {s.change:<{change_width}}  {saved:>12}  -> {gib(s.peak_after_bytes):>7} GiB  {fits}".rstrip()
-            )
+        lines.extend(_savings_lines(solution))
     if solution.status in ("solved", "nothing-fits", "unknown"):
         lines.append("")
-        lines.append(_solution_text(solution))
+        lines.extend(_solution_lines(solution))
     if estimate.notes:
         lines.append("")
         lines.extend(f"note: {note}" for note in estimate.notes)
     return "\n".join(lines) + "\n"
 
 
-def _steps_text(combination: Combination, digits: int) -> str:
-    parts = []
-    for candidate, saved in combination.steps:
-        parts.append(candidate.label + (f" (-{gib(saved, digits)} GiB)" if saved is not None else ""))
-    return ", ".join(parts)
+def _steps_lines(combination: Combination) -> List[str]:
+    labels = [candidate.label for candidate, _ in combination.steps]
+    width = max(len(label) for label in labels)
+    saved = [("unknown" if value is None else _bytes_text(value, combination.partial))
+             for _, value in combination.steps]
+    column = max(len(text) for text in saved)
+    return [f"  {label:<{width}}  saves {text:>{column}}" for label, text in zip(labels, saved)]
 
 
-def _solution_text(solution: Solution) -> str:
-    combination = solution.combination
-    if combination is None:
-        return solution.message
+def _after_line(combination: Combination, usable: Optional[int]) -> str:
     after = combination.after
     low, high = after.interval_bytes
-    high_text = gib(high) if high is not None else "?"
-    scope = "the whole interval" if combination.fits_interval else "the point estimate only"
-    text = (f"smallest change that fits ({scope}): {_steps_text(combination, 2)}"
-            f" -> {gib(after.peak_bytes)} GiB ({gib(low)} – {high_text})")
-    robust = solution.interval_combination
-    if not combination.fits_interval:
-        if robust is not None:
-            text += f"\nto fit the whole interval: {_steps_text(robust, 2)} -> {gib(robust.after.peak_bytes)} GiB"
-        else:
-            text += "\nno combination fits the whole interval"
-    return text
+    high_text = f"{gib(high)} GiB" if high is not None else "unbounded"
+    line = f"  -> {_bytes_text(after.peak_bytes, after.peak_is_lower_bound)} (interval {gib(low)} – {high_text})"
+    if usable is not None:
+        line += f", {gib(usable)} GiB usable"
+    return line
+
+
+def _solution_lines(solution: Solution) -> List[str]:
+    gpu = solution.before.gpu
+    usable = gpu.usable_bytes if gpu is not None else None
+    combination = solution.combination
+    if solution.status == "solved" and combination is not None:
+        scope = "the whole interval" if combination.fits_interval else "the point estimate only"
+        lines = [f"smallest change that fits ({scope}):"] + _steps_lines(combination)
+        lines.append(_after_line(combination, usable))
+        robust = solution.interval_combination
+        if not combination.fits_interval:
+            if robust is not None:
+                lines.append("to fit the whole interval:")
+                lines.extend(_steps_lines(robust))
+                lines.append(_after_line(robust, usable))
+            else:
+                lines.append("no combination fits the whole interval")
+        return lines
+    unknown = ", ".join(solution.before.unknown_terms)
+    if solution.status == "unknown" and solution.may_fit is not None:
+        lines = [f"cannot tell what fits ({unknown} unknown); the smallest change that may fit:"]
+        lines.extend(_steps_lines(solution.may_fit))
+        lines.append(_after_line(solution.may_fit, usable))
+        return lines
+    if solution.status == "nothing-fits":
+        head = solution.message.split(":", 1)[0]
+        lowest = solution.lowest
+        if lowest is None:
+            return [f"{head}: no change lowers the peak; {solution.advice}"]
+        after = lowest.after
+        over = gib(after.peak_bytes - usable) if usable is not None else "?"
+        at_least = "at least " if after.peak_is_lower_bound else ""
+        lines = [f"{head}. The changes that lower the peak most leave it {at_least}{over} GiB over:"]
+        lines.extend(_steps_lines(lowest))
+        lines.append(_after_line(lowest, usable))
+        lines.append(solution.advice[:1].upper() + solution.advice[1:] + ".")
+        return lines
+    return [solution.message]
 
 
 def one_line(estimate: Estimate, solution: Optional[Solution] = None) -> str:
@@ -290,4 +398,4 @@ def one_line(estimate: Estimate, solution: Optional[Solution] = None) -> str:
     if combination is None:
         return f"{text}; {solution.message}"
     scope = "" if combination.fits_interval else " (point estimate only)"
-    return f"{text}; fits{scope} with: {_steps_text(combination, 1)}"
+    return f"{text}; fits{scope} with: {steps_text(combination, 1)}"

@@ -8,14 +8,37 @@ save nothing alone are left out of the list but still tried in combinations), th
 for the combination with the fewest changes that fits the point estimate, preferring one that
 fits the whole interval, then the least total disruption, then the lowest peak; when that
 combination fits only the point, it also names the smallest that fits the whole interval.
+
+Partly known runs
+-----------------
+When a term cannot be estimated (a hand-written model has no activation figure) the estimate's
+peak is a lower bound, and so is what a change saves: ``known_saving`` counts the terms it
+can price exactly (8-bit AdamW's optimizer state, bf16's weights and gradients) and takes the
+unknown ones as saving at least nothing, which holds because every candidate lowers or keeps
+each term it leaves unknown (ASSUMED from the candidates: none adds activations, KV cache or
+optimizer temporaries). Such a ``Saving`` has ``partial`` set; a change whose known saving is
+0 is still listed when it lowers a term that is unknown (a smaller micro-batch lowers the
+activations by an amount nobody can state). A change ``fits`` ``False`` when its lower bound
+already exceeds the GPU, ``None`` otherwise; a run whose lower bound is over the GPU gets
+``may_fit``, the smallest combination whose lower bound is under it, or, when even the lower
+bound after every applicable change is over, ``nothing-fits`` with ``lowest``: the fewest
+changes that bring the lower bound lowest, each with what it saves.
 """
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .costmodel import OPTIMIZER_STEP_TEMPORARY_COPIES, Estimate, estimate
+from .costmodel import (
+    ALLOCATED_TERMS,
+    FRAGMENTATION_HIGH_FRACTION,
+    OPTIMIZER_STEP_TEMPORARY_COPIES,
+    TERMS,
+    Estimate,
+    estimate,
+)
 
 if TYPE_CHECKING:
     from .catalogue import GpuTarget
@@ -38,6 +61,21 @@ DISRUPTION_RANKS: Dict[str, int] = {
     "lora": 5,
 }
 
+#: The breakdown terms each group of changes can lower (never raise, when they are unknown).
+#: A change whose known saving is 0 is listed only when it lowers a term that is unknown.
+LOWERS: Dict[str, Tuple[str, ...]] = {
+    "attention": ("activations",),
+    "fused-step": ("optimizer_step",),
+    "micro-batch": ("activations", "kv_cache"),
+    "checkpointing": ("activations",),
+    "optimizer": ("optimizer_state", "optimizer_step"),
+    "precision": ("weights", "gradients", "optimizer_state", "autocast_cache", "activations", "kv_cache",
+                  "optimizer_step"),
+    "sharding": ("weights", "gradients", "optimizer_state", "master_weights", "optimizer_step"),
+    "offload": ("optimizer_state", "master_weights", "optimizer_step"),
+    "lora": ("gradients", "optimizer_state", "master_weights", "optimizer_step"),
+}
+
 #: ASSUMED: LoRA is offered for fine-tunes of at least this many parameters ("large").
 LORA_SUGGEST_MIN_PARAMS_COUNT = 1_000_000_000
 
@@ -56,14 +94,23 @@ class Candidate:
     disruption: int
     group: str
 
+    @property
+    def lowers(self) -> Tuple[str, ...]:
+        return LOWERS.get(self.group, ())
+
 
 @dataclass(frozen=True)
 class Saving:
-    """A candidate priced alone against the original run."""
+    """A candidate priced alone against the original run.
+
+    ``saves_bytes`` is exact, or with ``partial`` a lower bound (unknown terms may save more);
+    ``None`` only when the change leaves unbounded a term the run had known.
+    """
 
     candidate: Candidate
     after: Estimate
     saves_bytes: Optional[int]
+    partial: bool = False
 
     @property
     def change(self) -> str:
@@ -71,19 +118,27 @@ class Saving:
 
     @property
     def peak_after_bytes(self) -> int:
+        """The peak after the change; a lower bound when ``peak_after_is_lower_bound``."""
         return self.after.peak_bytes
 
     @property
+    def peak_after_is_lower_bound(self) -> bool:
+        return self.after.peak_is_lower_bound
+
+    @property
     def fits(self) -> Optional[bool]:
+        """True/False against the GPU; None when unknown terms decide (or no GPU)."""
         return self.after.fits
 
 
 @dataclass(frozen=True)
 class Combination:
-    """Candidates applied in order, with each step's marginal saving."""
+    """Candidates applied in order, with each step's marginal saving (lower bounds when
+    ``partial``)."""
 
     steps: Tuple[Tuple[Candidate, Optional[int]], ...]
     after: Estimate
+    partial: bool = False
 
     @property
     def labels(self) -> List[str]:
@@ -99,8 +154,11 @@ class Solution:
     """The solver's answer for one estimate.
 
     ``status``: ``fits`` (nothing to change), ``solved`` (``combination`` fits the point,
-    and ``combination.fits_interval`` says whether the whole interval too), ``nothing-fits``,
-    ``unknown`` (unknown terms: no fit can be shown), ``no-gpu``. ``message`` says it in words.
+    and ``combination.fits_interval`` says whether the whole interval too), ``nothing-fits``
+    (``lowest``: the fewest changes that bring the peak, or its lower bound, lowest; ``None``
+    when no change lowers it; ``advice``: what else to do), ``unknown`` (unknown terms decide; ``may_fit``, when the run's
+    lower bound is over the GPU, is the smallest change that brings it under), ``no-gpu``.
+    ``message`` says it in words, GiB with one decimal.
     """
 
     before: Estimate
@@ -109,6 +167,9 @@ class Solution:
     message: str
     combination: Optional[Combination] = None
     interval_combination: Optional[Combination] = None
+    may_fit: Optional[Combination] = None
+    lowest: Optional[Combination] = None
+    advice: str = ""
 
 
 # ================================================================================ candidates
@@ -185,11 +246,53 @@ def _micro_batch(size: int, factor: int) -> Callable[[RunSpec], RunSpec]:
 # ==================================================================================== solving
 
 
-def _saves(before: Estimate, after: Estimate) -> Optional[int]:
-    """Bytes saved at the point; None when the two estimates do not leave out the same terms."""
-    if before.unknown_terms != after.unknown_terms:
-        return None
-    return before.peak_bytes - after.peak_bytes
+def known_saving(before: Estimate, after: Estimate) -> Tuple[Optional[int], bool]:
+    """What going from ``before`` to ``after`` saves: ``(bytes, partial)``.
+
+    With every term known in both, the exact difference of the peaks (``partial`` False).
+    Otherwise a lower bound (``partial`` True), term by term: known in both, the difference;
+    unknown before and known after, at least ``max(0, before.low - after)``; unknown in both,
+    at least 0 (the candidates lower or keep what they leave unknown), except fragmentation,
+    a fraction of the allocated total, which may grow by ``FRAGMENTATION_HIGH_FRACTION`` of a
+    known growth of that total (its fall with a known fall is not counted: the saving stays
+    the saving on the known terms); known before and unknown after, ``before - after.high``,
+    and ``(None, True)`` when that term is unbounded after.
+    """
+    if not before.unknown_terms and not after.unknown_terms:
+        return before.peak_bytes - after.peak_bytes, False
+    total = 0
+    allocated = 0
+    fragmentation_unknown = False
+    for name in TERMS:
+        was, now = before.terms[name], after.terms[name]
+        if was.bytes is not None and now.bytes is not None:
+            saved = was.bytes - now.bytes
+        elif now.bytes is not None:
+            saved = max(0, was.low - now.bytes)
+        elif was.bytes is not None:
+            if now.high is None:
+                return None, True
+            saved = was.bytes - now.high
+        else:
+            saved = 0
+            fragmentation_unknown = fragmentation_unknown or name == "fragmentation"
+        total += saved
+        if name in ALLOCATED_TERMS:
+            allocated += saved
+    if fragmentation_unknown and allocated < 0:  # a fraction of the allocated total: it may grow with it
+        total += int(math.floor(FRAGMENTATION_HIGH_FRACTION * allocated))
+    return total, True
+
+
+def _gib(value: int) -> str:
+    return f"{value / 1024**3:.1f} GiB"
+
+
+def _listed(saving: Saving, unknown: Sequence[str]) -> bool:
+    """A change is listed when it saves something, or lowers a term nobody can price."""
+    if saving.saves_bytes != 0:
+        return True
+    return saving.partial and any(term in unknown for term in saving.candidate.lowers)
 
 
 def _fits_rank(fits: Optional[bool]) -> int:
@@ -213,13 +316,24 @@ def _steps(before: Estimate, chosen: Sequence[Candidate]) -> Combination:
     remaining = list(chosen)
     run, current = before.run, before
     steps: List[Tuple[Candidate, Optional[int]]] = []
+    partial = False
     while remaining:
         tried = [(candidate, estimate(candidate.apply(run), before.gpu)) for candidate in remaining]
         candidate, after = min(tried, key=lambda pair: (pair[1].peak_bytes, pair[0].disruption))
-        steps.append((candidate, _saves(current, after)))
+        saved, lower_bound = known_saving(current, after)
+        steps.append((candidate, saved))
+        partial = partial or lower_bound
         remaining.remove(candidate)
         run, current = candidate.apply(run), after
-    return Combination(tuple(steps), current)
+    return Combination(tuple(steps), current, partial)
+
+
+def steps_text(combination: Combination, digits: int = 1) -> str:
+    """``8-bit AdamW (-6.7 GiB), optimizer offload to CPU (-2.3 GiB)``."""
+    parts = []
+    for candidate, saved in combination.steps:
+        parts.append(candidate.label + (f" (-{saved / 1024**3:.{digits}f} GiB)" if saved is not None else ""))
+    return ", ".join(parts)
 
 
 def _combinations(pool: Sequence[Candidate]) -> List[Tuple[Candidate, ...]]:
@@ -258,10 +372,11 @@ def solve(before: Estimate) -> Solution:
             continue
         shown.append(candidate)
     savings = []
+    unknown = before.unknown_terms
     for candidate in shown:
         after = estimate(candidate.apply(run), gpu)
-        saving = Saving(candidate, after, _saves(before, after))
-        if saving.saves_bytes != 0:  # a change that saves nothing alone is only tried in combinations
+        saving = Saving(candidate, after, *known_saving(before, after))
+        if _listed(saving, unknown):  # a change that saves nothing alone is only tried in combinations
             savings.append(saving)
     ranked = tuple(sorted(savings, key=rank_key))
     if gpu is None:
@@ -270,15 +385,18 @@ def solve(before: Estimate) -> Solution:
         return Solution(before, ranked, "fits", f"fits on {gpu.key} as it is")
     point: List[Tuple[Tuple[Candidate, ...], Estimate]] = []
     interval: List[Tuple[Tuple[Candidate, ...], Estimate]] = []
+    maybe: List[Tuple[Tuple[Candidate, ...], Estimate]] = []
+    lowest: Optional[Tuple[Tuple[Candidate, ...], Estimate]] = None
     smallest_point: Optional[int] = None
     smallest_interval: Optional[int] = None
-    undecided = False
     for combo in _combinations(pool):
         if smallest_interval is not None and len(combo) > smallest_interval:
             break  # combinations come smallest first; the interval fit is no larger than this
         after = estimate(_apply(run, combo), gpu)
+        if lowest is None or after.peak_bytes < lowest[1].peak_bytes:
+            lowest = (combo, after)  # fewest changes, then least disruption, reaching the lowest peak
         if after.fits is None:
-            undecided = True
+            maybe.append((combo, after))
         if not after.fits:
             continue
         if smallest_point is None:
@@ -289,21 +407,40 @@ def solve(before: Estimate) -> Solution:
             smallest_interval = len(combo) if smallest_interval is None else smallest_interval
             interval.append((combo, after))
     chosen = _best(point)
-    if chosen is None:
-        if undecided or before.fits is None:
-            unknown = ", ".join(before.unknown_terms)
-            return Solution(before, ranked, "unknown", f"cannot tell what fits: {unknown} unknown")
-        devices = _device_count(run, gpu)
-        if devices > 1:
-            message = f"nothing fits, even sharded over {devices} devices; more or larger GPUs are needed"
-        else:
-            message = "nothing on one device fits; shard over more GPUs or use a larger GPU"
-        return Solution(before, ranked, "nothing-fits", message)
-    combination = _steps(before, chosen)
-    if combination.fits_interval:
-        return Solution(before, ranked, "solved", "fits the whole interval with: " + ", ".join(combination.labels),
-                        combination, combination)
-    robust_combo = _best(interval)
-    robust = None if robust_combo is None else _steps(before, robust_combo)
-    message = "fits the point estimate (not the whole interval) with: " + ", ".join(combination.labels)
-    return Solution(before, ranked, "solved", message, combination, robust)
+    if chosen is not None:
+        combination = _steps(before, chosen)
+        if combination.fits_interval:
+            return Solution(before, ranked, "solved",
+                            "fits the whole interval with: " + ", ".join(combination.labels), combination, combination)
+        robust_combo = _best(interval)
+        robust = None if robust_combo is None else _steps(before, robust_combo)
+        message = "fits the point estimate (not the whole interval) with: " + ", ".join(combination.labels)
+        return Solution(before, ranked, "solved", message, combination, robust)
+    usable = _gib(gpu.usable_bytes)
+    unknown_text = ", ".join(unknown)
+    if before.fits is None:  # the lower bound is under the GPU: the unknown terms decide
+        message = (f"cannot tell: the known terms need at least {_gib(before.peak_bytes)}, under the {usable}"
+                   f" usable on {gpu.key}; it depends on {unknown_text} (unknown)")
+        return Solution(before, ranked, "unknown", message)
+    may_combo = _best(maybe)
+    if may_combo is not None:
+        may_fit = _steps(before, may_combo)
+        message = (f"may fit with {steps_text(may_fit)}: the peak drops to at least {_gib(may_fit.after.peak_bytes)},"
+                   f" under the {usable} usable on {gpu.key}; whether it fits depends on {unknown_text} (unknown)")
+        return Solution(before, ranked, "unknown", message, may_fit=may_fit)
+    lowest_combination = None
+    if lowest is not None and lowest[1].peak_bytes < before.peak_bytes:
+        lowest_combination = _steps(before, lowest[0])
+    after = lowest_combination.after if lowest_combination is not None else before
+    at_least = "at least " if after.peak_is_lower_bound else ""
+    peak = f"{at_least}{_gib(after.peak_bytes)}, over the {usable} usable on {gpu.key}"
+    devices = _device_count(run, gpu)
+    if devices > 1:
+        head, advice = f"nothing fits, even sharded over {devices} devices", "more or larger GPUs are needed"
+    else:
+        head, advice = "nothing on one device fits", "shard over more GPUs or use a larger GPU"
+    if lowest_combination is None:
+        message = f"{head}: the peak is {peak}, and no change lowers it; {advice}"
+    else:
+        message = f"{head}: even with {steps_text(lowest_combination)} the peak is {peak}; {advice}"
+    return Solution(before, ranked, "nothing-fits", message, lowest=lowest_combination, advice=advice)

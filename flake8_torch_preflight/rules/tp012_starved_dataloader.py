@@ -1,13 +1,16 @@
 """TP012 starved-dataloader: a DataLoader with no worker processes or no pinned memory in a CUDA training file."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from astroid import nodes
 
-from ..analysis import dataflow, device, infer, training_step
+from ..analysis import dataflow, device, infer, loader_use, training_step
 from ..analysis.torch_names import DATALOADERS
 from ._base import Rule, register, text_gate
+
+if TYPE_CHECKING:
+    from ..analysis.build import FileContext
 
 #: DataLoader parameters read here, with their position in ``DataLoader(dataset, batch_size, ...)``.
 POSITIONS = {"dataset": 0, "num_workers": 5, "collate_fn": 6, "pin_memory": 7}
@@ -45,7 +48,9 @@ class StarvedDataLoader(Rule):
         "The loader is resolved as torch.utils.data.DataLoader through any alias. Values passed through a "
         "**kwargs dict that cannot be read, datasets whose tensors are already on the GPU (pinning them "
         "raises, and CUDA cannot be used in forked workers), collate functions that move batches to the "
-        "GPU, and files that never use CUDA are not reported."
+        "GPU, files that never use CUDA, and loaders whose batches never reach a training loop of the file "
+        "(a test that only inspects the loader, a helper module that returns it to another file) unless they "
+        "are built beside one that does (the evaluation loader of a run) are not reported."
     )
     example_bad = (
         "import torch\n"
@@ -72,6 +77,10 @@ class StarvedDataLoader(Rule):
         "    optimizer.zero_grad()\n"
     )
 
+    def __init__(self, ctx: "FileContext") -> None:
+        super().__init__(ctx)
+        self._feeds: Dict[int, bool] = {}
+
     def visit_call(self, node: nodes.Call) -> None:
         if not (node.args or node.keywords) or not isinstance(node.func, (nodes.Name, nodes.Attribute)):
             return  # cheap syntactic checks first
@@ -90,7 +99,30 @@ class StarvedDataLoader(Rule):
             return
         if _batches_already_on_device(settings):
             return
+        if not self._in_training_run(node):
+            return
         self.report(node, problems=" and ".join(problems))
+
+    def _in_training_run(self, call: nodes.Call) -> bool:
+        """The loader feeds a training loop of the file, or is built beside one that does (the
+        evaluation loader of a train/eval pair)."""
+        if self._feeds_training(call):
+            return True
+        scope = call.scope()
+        aliases = device.local_aliases(call.root(), "DataLoader")
+        for other in scope.nodes_of_class(nodes.Call):
+            if other is call or other.scope() is not scope or infer.call_name(other) not in aliases:
+                continue
+            if infer.qname(other.func) in DATALOADERS and self._feeds_training(other):
+                return True
+        return False
+
+    def _feeds_training(self, call: nodes.Call) -> bool:
+        key = id(call)
+        if key not in self._feeds:
+            uses = loader_use.uses_of(call, through_prepare=True)
+            self._feeds[key] = bool(uses.training_loops) or uses.handed_to_training
+        return self._feeds[key]
 
 
 def _settings(call: nodes.Call) -> Optional[Dict[str, object]]:

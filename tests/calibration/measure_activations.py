@@ -41,9 +41,9 @@ SEQS = (64, 128, 256)
 
 #: monomials a per-layer term may contain; "kv" = key/value width (kv_heads * head_dim)
 #: ("balse": b*a*(ceil(s/32)*32 - s), the memory-efficient kernel pads its fp32 logsumexp to 32 rows)
-LAYER_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "balse", "bssa", "bss", "ss", "s", "b", "1")
+LAYER_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "balse", "bssa", "bss", "ssa", "ss", "s", "b", "1")
 #: monomials the non-layer part (embeddings, final norm, head, loss) may contain
-REST_FEATURES = ("bsh", "bsf", "bskv", "bsV", "bs", "bh", "bshd", "shd", "bss", "bssa", "ssa", "ss", "s", "b", "1")
+REST_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsV", "bh", "bshd", "shd", "bss", "bssa", "ssa", "ss", "s", "b", "1")
 
 
 def monomials(b: int, s: int, t: int, v: dict[str, int]) -> dict[str, int]:
