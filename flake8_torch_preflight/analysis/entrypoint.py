@@ -3,8 +3,9 @@
 A file runs its module-level statements (``if __name__ == "__main__":``
 bodies included) when executed.  ``run_calls`` lists the calls those
 statements make in evaluation order, with the functions and methods of the
-file they call expanded where they are first called (each once), and the
-``__init__`` of classes of the file expanded where they are instantiated.
+file they call expanded where they are first called (each once), the
+``__init__`` of classes of the file expanded where they are instantiated, and the
+function a process launcher runs (``mp.spawn(main, ...)``) expanded at the launch.
 A module that only defines functions and classes makes no module-level call:
 it is not a run.
 """
@@ -24,6 +25,13 @@ HELPER_DEPTH = 5
 #: Calls that show a script trains (rather than only evaluates or converts).
 TRAINING_METHODS = frozenset({"backward"})
 TRAINING_CALLS = frozenset({"fit"})
+
+#: Launchers that run the function they are given in each worker process (the run continues there).
+SPAWN_FUNCTIONS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
+#: Process classes whose ``target=`` function is the worker's run.
+PROCESS_CLASSES = frozenset(
+    {"multiprocessing.Process", "torch.multiprocessing.Process", "multiprocessing.context.Process"}
+)
 
 
 def is_main_guard(node: nodes.NodeNG) -> bool:
@@ -62,10 +70,14 @@ def run_calls(module: nodes.Module, helper_depth: int = HELPER_DEPTH) -> List[no
 
 
 def _callee_body(call: nodes.Call) -> Optional[nodes.FunctionDef]:
-    """The file's function ``call`` runs: a helper, a method, or the ``__init__`` of a class it builds."""
+    """The file's function ``call`` runs: a helper, a method, the ``__init__`` of a class it builds,
+    or the function a process launcher starts (``mp.spawn(main, ...)``, ``Process(target=main)``)."""
     helper = loops.local_helper(call)
     if helper is not None:
         return helper
+    target = launched_function(call)
+    if target is not None:
+        return target
     klass = constructed_local_class(call)
     if klass is None:
         return None
@@ -73,6 +85,26 @@ def _callee_body(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     if init and isinstance(init[0], nodes.FunctionDef):
         return init[0]
     return None
+
+
+def launched_function(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The function of the file that a process launcher runs in each worker: the first argument of
+    ``torch.multiprocessing.spawn`` / ``start_processes``, the ``target=`` of a ``Process``."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return None
+    name = infer.dotted_name(call.func) or infer.qname(call.func)
+    if name in SPAWN_FUNCTIONS:
+        target: Optional[nodes.NodeNG] = call.args[0] if call.args else None
+        if target is None:
+            target = next((kw.value for kw in call.keywords or () if kw.arg == "fn"), None)
+    elif name in PROCESS_CLASSES:
+        target = next((kw.value for kw in call.keywords or () if kw.arg == "target"), None)
+    else:
+        return None
+    if not isinstance(target, (nodes.Name, nodes.Attribute)):
+        return None
+    func = infer.function_def(target)
+    return func if func is not None and func.root() is call.root() else None
 
 
 def constructed_local_class(call: nodes.Call) -> Optional[nodes.ClassDef]:

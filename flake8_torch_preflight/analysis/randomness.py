@@ -5,8 +5,9 @@ TP009):
 
 * ``DRAW`` from a generator: torch's default one (``torch.randn``, in-place
   ``Tensor.normal_``, random ``nn.init`` functions, ``random_split``, random
-  samplers, ``DataLoader(shuffle=True)``, and building a layer whose weights
-  are randomly initialised), NumPy's global one (``np.random.*``), the
+  samplers, ``DataLoader(shuffle=True)``, building a layer whose weights
+  are randomly initialised, and building a class of another readable module
+  of the project whose ``__init__`` draws), NumPy's global one (``np.random.*``), the
   ``random`` module's, or a separate generator built without a seed
   (``np.random.default_rng()``, ``random.Random()``).  A draw given
   ``generator=`` uses its own generator and is not counted;
@@ -34,6 +35,7 @@ from typing import FrozenSet, NamedTuple, Optional, Set
 from astroid import nodes
 
 from . import dataflow, entrypoint, infer
+from .torch_names import MODULE_BASES
 
 #: The process-wide generators a seed can reach.
 TORCH, NUMPY, RANDOM = "torch", "numpy", "random"
@@ -233,7 +235,11 @@ def _local(call: nodes.Call, qname: str, depth: int) -> Optional[Effect]:
         return None  # a helper of the file: its own calls are classified where they run
     if qname.split(".")[0].lstrip("_") in _CLASSIFIED_ROOTS | {"builtins"}:
         return None  # ``rng.seed(5)`` on a random.Random: that instance only (see _seeded_later)
-    return _project_seeds(call, depth) or _seed_named(call, qname.rsplit(".", 1)[-1])
+    return (
+        _project_seeds(call, depth)
+        or _seed_named(call, qname.rsplit(".", 1)[-1])
+        or _project_constructor_draws(call, depth)
+    )
 
 
 def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
@@ -255,7 +261,33 @@ def _third_party(call: nodes.Call, dotted: str, depth: int) -> Optional[Effect]:
         return None
     if _is_seeding_trainer(dotted):
         return _seed(*ALL_GENERATORS)
-    return _project_seeds(call, depth) or _seed_named(call, dotted.rsplit(".", 1)[-1])
+    return (
+        _project_seeds(call, depth)
+        or _seed_named(call, dotted.rsplit(".", 1)[-1])
+        or _project_constructor_draws(call, depth)
+    )
+
+
+def _project_constructor_draws(call: nodes.Call, depth: int) -> Optional[Effect]:
+    """Building a class of another readable module of the project whose ``__init__`` draws
+    (``Translator(...)`` from ``src/model.py`` builds ``nn.Linear`` layers; a dataset that fills
+    itself with ``torch.rand``): the first generator its constructor draws from."""
+    if depth <= 0:
+        return None
+    klass = infer.safe_infer(call.func)
+    if not isinstance(klass, nodes.ClassDef) or klass.root() is call.root():
+        return None
+    if str(klass.root().name).split(".")[0] in _CLASSIFIED_ROOTS:
+        return None  # torch (stubs), numpy, random: classified by name above
+    init = klass.locals.get("__init__")
+    if not init or not isinstance(init[0], nodes.FunctionDef):
+        return None
+    for inner in infer.iter_calls(init[0]):
+        found = effect(inner, depth - 1)
+        if found is not None and found.kind == DRAW and TORCH in found.generators:
+            what = "weight initialisation" if infer.class_is_subclass_of(klass, MODULE_BASES) else "constructor"
+            return _draw(TORCH, "{} (its {})".format(_label(call), what))
+    return None
 
 
 def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:

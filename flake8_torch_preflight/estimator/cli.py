@@ -250,16 +250,17 @@ def _gpus(args: argparse.Namespace) -> int:
         }
         _write(sys.stdout, json.dumps(payload, indent=2) + "\n")
         return 0
-    lines = [f"{'GPU':<20} {'memory':>10} {'usable':>10} {'context':>9}  bf16  name"]
+    lines = [f"{'GPU':<20} {'memory':>11} {'usable':>11} {'context':>9}  bf16  name"]
     for g in gpus:
-        lines.append(f"{g.key:<20} {gib(g.memory_bytes):>6} GiB {gib(g.usable_bytes):>6} GiB "
-                     f"{g.context_bytes // 1024**2:>5} MiB  {'yes' if g.bf16 else 'no ':<4}  {g.name}")
+        lines.append(f"{g.key:<20} {gib(g.memory_bytes):>7} GiB {gib(g.usable_bytes):>7} GiB "
+                     f"{g.context_bytes // 1024**2:>5} MiB  {'yes' if g.bf16 else 'no':<4}  {g.name}")
     lines.append("")
-    lines.append(f"{'instance':<28} {'provider':<9} {'GPUs':>4}  GPU")
+    lines.append(f"{'instance':<28} {'provider':<9} {'GPUs':>4}  {'GPU':<16} {'usable each':>11}")
     for key, target, provider in instances:
-        lines.append(f"{key:<28} {provider:<9} {target.count:>4}  {target.gpu_key or target.key}")
+        lines.append(f"{key:<28} {provider:<9} {target.count:>4}  {target.gpu_key or target.key:<16} "
+                     f"{gib(target.usable_bytes):>7} GiB")
     lines.append("")
-    lines.append("also: <N>x<gpu>, e.g. 8xh100-80gb; --gpu-memory SIZE for unlisted hardware")
+    lines.append("also: <N>x<GPU> for N of one GPU (8xh100-80gb); --gpu-memory SIZE for unlisted hardware (48GiB)")
     _write(sys.stdout, "\n".join(lines) + "\n")
     return 0
 

@@ -284,6 +284,20 @@ TERMS: Tuple[str, ...] = (
     "fragmentation",
 )
 
+#: How text (the report, messages) names the terms; JSON keeps the keys above.
+TERM_LABELS: Dict[str, str] = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer_state": "optimizer state",
+    "master_weights": "master weights",
+    "autocast_cache": "autocast cache",
+    "activations": "activations",
+    "kv_cache": "KV cache",
+    "optimizer_step": "optimizer step",
+    "cuda_context": "CUDA context",
+    "fragmentation": "fragmentation",
+}
+
 #: Terms that are allocations (fragmentation is a fraction of their sum).
 ALLOCATED_TERMS = TERMS[:-2]
 
@@ -882,7 +896,7 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
             extra = max(0, step.bytes - sum(t.bytes or 0 for t in live))
             low = max(0, step.bytes - sum(t.high or 0 for t in live))
             high = max(0, step.bytes - sum(t.low for t in live))
-            note = "foreach temporaries beyond backward's peak" if extra else "foreach temporaries fit in backward's peak"
+            note = "foreach temporaries " + ("beyond backward's peak" if extra else "fit in backward's peak")
             terms["optimizer_step"] = Term(extra, low, high, note)
 
     # KV cache

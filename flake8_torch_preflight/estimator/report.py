@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .costmodel import TERMS, ZERO, Estimate
+from .costmodel import TERM_LABELS, TERMS, ZERO, Estimate
 from .run import COMMAND_LINE
 from .solver import Combination, Saving, Solution, steps_text
 
@@ -153,19 +153,8 @@ def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
 
 # ========================================================================================= text
 
-#: How the text report names the breakdown terms (JSON keeps the contract's keys).
-TERM_LABELS: Dict[str, str] = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer_state": "optimizer state",
-    "master_weights": "master weights",
-    "autocast_cache": "autocast cache",
-    "activations": "activations",
-    "kv_cache": "KV cache",
-    "optimizer_step": "optimizer step",
-    "cuda_context": "CUDA context",
-    "fragmentation": "fragmentation",
-}
+def _unknown_text(estimate: Estimate) -> str:
+    return ", ".join(TERM_LABELS[name] for name in estimate.unknown_terms)
 
 
 def _run_line(estimate: Estimate) -> str:
@@ -281,8 +270,7 @@ def render_text(estimate: Estimate, solution: Solution) -> str:
     peak = ("≥ " if estimate.peak_is_lower_bound else "") + gib(estimate.peak_bytes)
     lines.append(f"  {'projected peak':<{width}}{peak:>10} GiB  interval {gib(low)} – {high_text}")
     if estimate.peak_is_lower_bound:
-        unknown = ", ".join(TERM_LABELS[name] for name in estimate.unknown_terms)
-        lines.append(f"  {'':<{width}}unknown: {unknown} (counted at their lower bounds)")
+        lines.append(f"  {'':<{width}}unknown: {_unknown_text(estimate)} (counted at their lower bounds)")
     verdict = _VERDICT_TEXT[estimate.verdict]
     if gpu is not None:
         usable = gpu.usable_bytes
@@ -296,7 +284,7 @@ def render_text(estimate: Estimate, solution: Solution) -> str:
         elif estimate.verdict == "fits-point":
             verdict += " (the high end is unbounded)"
         elif estimate.verdict == "unknown":
-            verdict += f" ({', '.join(estimate.unknown_terms)} unknown)"
+            verdict += f" ({_unknown_text(estimate)} unknown)"
         lines.append(f"  {where:<{width}}{gib(usable):>10} GiB  {verdict}")
     else:
         lines.append(f"  {verdict} (--gpu NAME or --gpu-memory SIZE checks the fit)")
@@ -348,7 +336,7 @@ def _solution_lines(solution: Solution) -> List[str]:
             else:
                 lines.append("no combination fits the whole interval")
         return lines
-    unknown = ", ".join(solution.before.unknown_terms)
+    unknown = _unknown_text(solution.before)
     if solution.status == "unknown" and solution.may_fit is not None:
         lines = [f"cannot tell what fits ({unknown} unknown); the smallest change that may fit:"]
         lines.extend(_steps_lines(solution.may_fit))
@@ -367,6 +355,10 @@ def _solution_lines(solution: Solution) -> List[str]:
         lines.append(_after_line(lowest, usable))
         lines.append(solution.advice[:1].upper() + solution.advice[1:] + ".")
         return lines
+    if solution.status == "unknown" and usable is not None:
+        before = solution.before
+        return [f"cannot tell whether it fits: the known terms need at least {gib(before.peak_bytes)} GiB, "
+                f"under the {gib(usable)} GiB usable; {unknown} (unknown) decide"]
     return [solution.message]
 
 
@@ -378,7 +370,7 @@ def one_line(estimate: Estimate, solution: Optional[Solution] = None) -> str:
     """
     low, high = estimate.interval_bytes
     if estimate.peak_is_lower_bound:
-        unknown = ", ".join(estimate.unknown_terms)
+        unknown = ", ".join(estimate.unknown_terms)  # the keys, as TPV001's own text names them
         text = f"projected peak at least {gib(estimate.peak_bytes, 1)} GiB ({unknown} unknown)"
     else:
         high_text = gib(high, 1) if high is not None else "?"

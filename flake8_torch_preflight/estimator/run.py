@@ -66,8 +66,9 @@ class RunSpec:
     ``params`` overrides the model's parameter count (and stands in for it when ``model`` is
     ``None``, for models outside the catalogue). ``model_label`` names such a model for the
     report (the class of a hand-written ``nn.Module``: ``"Classifier"``); its source, when
-    recorded as ``sources["model_label"]``, is where it is defined. ``None`` in a size field means "not known";
-    the cost model then reports the terms that depend on it as unknown rather than guessing.
+    recorded as ``sources["model_label"]``, is where it is defined. ``None`` in a size field
+    means "not known"; the cost model then reports the terms that depend on it as unknown
+    rather than guessing.
     """
 
     model: Optional[ModelSpec] = None

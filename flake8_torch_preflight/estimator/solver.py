@@ -35,6 +35,7 @@ from .costmodel import (
     ALLOCATED_TERMS,
     FRAGMENTATION_HIGH_FRACTION,
     OPTIMIZER_STEP_TEMPORARY_COPIES,
+    TERM_LABELS,
     TERMS,
     Estimate,
     estimate,
@@ -156,8 +157,9 @@ class Solution:
     ``status``: ``fits`` (nothing to change), ``solved`` (``combination`` fits the point,
     and ``combination.fits_interval`` says whether the whole interval too), ``nothing-fits``
     (``lowest``: the fewest changes that bring the peak, or its lower bound, lowest; ``None``
-    when no change lowers it; ``advice``: what else to do), ``unknown`` (unknown terms decide; ``may_fit``, when the run's
-    lower bound is over the GPU, is the smallest change that brings it under), ``no-gpu``.
+    when no change lowers it; ``advice``: what else to do), ``unknown`` (unknown terms decide;
+    ``may_fit``, when the run's lower bound is over the GPU, is the smallest change that brings
+    it under), ``no-gpu``.
     ``message`` says it in words, GiB with one decimal.
     """
 
@@ -417,7 +419,7 @@ def solve(before: Estimate) -> Solution:
         message = "fits the point estimate (not the whole interval) with: " + ", ".join(combination.labels)
         return Solution(before, ranked, "solved", message, combination, robust)
     usable = _gib(gpu.usable_bytes)
-    unknown_text = ", ".join(unknown)
+    unknown_text = ", ".join(TERM_LABELS[name] for name in unknown)
     if before.fits is None:  # the lower bound is under the GPU: the unknown terms decide
         message = (f"cannot tell: the known terms need at least {_gib(before.peak_bytes)}, under the {usable}"
                    f" usable on {gpu.key}; it depends on {unknown_text} (unknown)")

@@ -43,7 +43,7 @@ SEQS = (64, 128, 256)
 #: ("balse": b*a*(ceil(s/32)*32 - s), the memory-efficient kernel pads its fp32 logsumexp to 32 rows)
 LAYER_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "balse", "bssa", "bss", "ssa", "ss", "s", "b", "1")
 #: monomials the non-layer part (embeddings, final norm, head, loss) may contain
-REST_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsV", "bh", "bshd", "shd", "bss", "bssa", "ssa", "ss", "s", "b", "1")
+REST_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "balse", "bsV", "bh", "bshd", "shd", "bss", "bssa", "ssa", "ss", "s", "b", "1")
 
 
 def monomials(b: int, s: int, t: int, v: dict[str, int]) -> dict[str, int]:

@@ -221,11 +221,149 @@ def test_llama_savings_and_solution_in_json(capsys: pytest.CaptureFixture[str]) 
     assert smallest["peak_after_bytes"] <= data["gpu"]["usable_bytes"]
 
 
+# ------------------------------------------------------------------ partly known runs
+
+CLASSIFIER = 1_205_026_826  # examples/bad_train.py's hand-written Classifier
+HAND_WRITTEN = ["estimate", "--params", str(CLASSIFIER), "--batch-size", "64", "--precision", "amp",
+                "--optimizer", "adamw", "--gpu", "t4"]
+ADAMW_8BIT_SAVES = 2 * CLASSIFIER * 4 - -(-2 * CLASSIFIER * (1 + 4 / 256) // 1)
+
+
+def test_partly_known_savings_are_lower_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    status, data = run_json(HAND_WRITTEN, capsys)
+    check_contract(data)
+    assert status == 1 and data["fits"] is False and data["breakdown"]["activations"] is None
+    savings = {s["change"]: s for s in data["savings"]}
+    adamw8 = savings["8-bit AdamW"]
+    assert adamw8["saves_bytes"] == ADAMW_8BIT_SAVES and adamw8["saves_at_least"] is True
+    assert adamw8["peak_after_is_lower_bound"] is True and adamw8["fits"] is None  # its low end is under the T4
+    solution = data["solution"]
+    assert solution["status"] == "unknown" and solution["smallest"] is None
+    assert [c["change"] for c in solution["may_fit"]["changes"]] == ["8-bit AdamW"]
+    assert solution["message"].startswith("may fit with 8-bit AdamW (-6.7 GiB)")
+    _, text, _ = run_cli(HAND_WRITTEN, capsys)
+    assert re.search(r"^  8-bit AdamW +≥ 6\.70 GiB  -> ≥ \d+\.\d\d GiB  may fit$", text, re.M), text
+    assert "the smallest change that may fit:" in text
+
+
+def test_nothing_on_one_device_fits_names_the_closest_changes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = HAND_WRITTEN + ["--sharding", "ddp"]  # a second copy of the gradients: nothing fits a T4
+    status, data = run_json(argv, capsys)
+    assert status == 1
+    solution = data["solution"]
+    assert solution["status"] == "nothing-fits"
+    assert solution["message"].startswith("nothing on one device fits: even with optimizer offload to CPU (-9.0 GiB)")
+    lowest = solution["lowest"]
+    assert lowest["partial"] is True and lowest["peak_after_bytes"] > data["gpu"]["usable_bytes"]
+    _, text, _ = run_cli(argv, capsys)
+    assert "nothing on one device fits. The changes that lower the peak most leave it at least" in text
+    assert re.search(r"^  optimizer offload to CPU  saves ≥ 8\.98 GiB$", text, re.M), text
+
+
+def _fake_script(monkeypatch: pytest.MonkeyPatch, run: RunSpec) -> None:
+    fake = types.ModuleType("flake8_torch_preflight.estimator.extract")
+    fake.read_run = lambda path: run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "flake8_torch_preflight.estimator.extract", fake)
+
+
+def test_a_hand_written_model_is_named_by_its_label(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    run = RunSpec(params=CLASSIFIER, model_label="Classifier", batch_size=64, precision="amp",
+                  sources={"params": "train.py:112", "model_label": "train.py:23", "batch_size": "train.py:97"})
+    _fake_script(monkeypatch, run)
+    _, data = run_json(["estimate", "train.py", "--gpu", "t4"], capsys)
+    assert (data["model"]["name"], data["model"]["source"]) == ("Classifier", "counted from train.py:23")
+    _, text, _ = run_cli(["estimate", "train.py", "--gpu", "t4"], capsys)
+    assert text.startswith("model: Classifier, 1,205,026,826 parameters (counted from train.py:23)\n")
+    # without a label: still counted from the script, and not called "unknown"
+    _fake_script(monkeypatch, run.replace(model_label=None, sources={"params": "train.py:112"}))
+    _, data = run_json(["estimate", "train.py"], capsys)
+    assert (data["model"]["name"], data["model"]["source"]) == (None, "counted from train.py:112")
+    _, text, _ = run_cli(["estimate", "train.py"], capsys)
+    assert text.startswith("model: a model outside the catalogue, 1,205,026,826 parameters (counted from train.py:112)")
+    # a count given on the command line is the command line's
+    _fake_script(monkeypatch, run)
+    _, data = run_json(["estimate", "train.py", "--params", "1b"], capsys)
+    assert (data["model"]["name"], data["model"]["source"]) == ("Classifier", "command line")
+
+
+def test_a_catalogue_model_on_the_command_line_replaces_the_scripts_count(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    run = RunSpec(params=CLASSIFIER, model_label="Classifier", batch_size=4, seq_len=128,
+                  sources={"params": "train.py:112", "model_label": "train.py:23"})
+    _fake_script(monkeypatch, run)
+    _, data = run_json(["estimate", "train.py", "--model", "gpt2"], capsys)
+    assert data["model"] == {**data["model"], "name": "gpt2", "params": 124439808, "source": "catalogue"}
+    assert "params" not in data["config"]["sources"] and "model_label" not in data["config"]["sources"]
+
+
+def test_the_native_image_size_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--model", "vit-b-16", "--batch-size", "8", "--gpu", "t4"]
+    _, data = run_json(argv, capsys)
+    assert data["config"]["image_size"] == 224
+    assert data["config"]["sources"]["image_size"] == "default (native 224)"
+    assert any("native 224" in note for note in data["notes"])
+    _, text, _ = run_cli(argv, capsys)
+    assert "image 224 (native default)" in text.splitlines()[1]
+    assert "note: image size not given: priced at vit-b-16's native 224 px" in text
+    _, data = run_json(argv + ["--image-size", "384"], capsys)
+    assert data["config"]["sources"]["image_size"] == "command line" and data["notes"] == []
+
+
+def test_bad_train_example_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    """The example script's hand-written model: what the estimator reads and says."""
+    argv = ["estimate", str(ROOT / "examples" / "bad_train.py"), "--gpu", "t4"]
+    status, data = run_json(argv, capsys)
+    assert status == 1 and data["model"]["params"] == CLASSIFIER
+    assert data["model"]["name"] in (None, "Classifier")
+    assert data["model"]["source"].startswith("counted from bad_train.py:")
+    savings = {s["change"]: s for s in data["savings"]}
+    assert savings["8-bit AdamW"]["saves_bytes"] == ADAMW_8BIT_SAVES and savings["8-bit AdamW"]["saves_at_least"]
+    assert data["solution"]["status"] == "nothing-fits"
+    assert re.search(r"\(-\d+\.\d GiB\)", data["solution"]["message"])
+
+
+# ------------------------------------------------------------------------------ the text
+
+
+@pytest.mark.parametrize("argv", [GPT2_T4, LLAMA_A100, HAND_WRITTEN], ids=["gpt2", "llama", "hand-written"])
+def test_the_text_report_reads_at_a_glance(argv: List[str], capsys: pytest.CaptureFixture[str]) -> None:
+    _, text, _ = run_cli(argv, capsys)
+    lines = text.splitlines()
+    assert lines[0].startswith("model: ") and lines[1].startswith("run: ") and lines[2] == ""
+    assert all(len(line) <= 110 for line in lines), max(lines, key=len)
+    assert "unknown model" not in text
+    terms = lines[3:next(i for i, line in enumerate(lines) if line.startswith("  ---"))]
+    assert not any("_" in line.split("GiB")[0] for line in terms), terms  # "optimizer state", not optimizer_state
+    # each term once, by its name in words; terms that do not apply share one line
+    for label in ("weights", "gradients", "optimizer state", "CUDA context"):
+        assert sum(1 for line in lines if line.startswith(f"  {label} ")) == 1, label
+    assert any(line.startswith("  not in this run ") and "KV cache" in line for line in lines)
+    assert sum(1 for line in lines if line.startswith("  projected peak ")) == 1
+    assert "each change alone" in text
+
+
+def test_tp_estimate_takes_the_estimate_commands_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (GPT2_T4, LLAMA_A100 + ["--format", "json"], ["estimate", "--model", "gpt2"]):
+        status = cli.main(argv)
+        expected = capsys.readouterr()
+        assert cli.estimate_main(argv[1:]) == status
+        assert capsys.readouterr() == expected
+        assert cli.estimate_main(argv) == status  # a leading "estimate" is accepted too
+        assert capsys.readouterr() == expected
+
+
 # ------------------------------------------------------------------------ other commands
 
 def test_gpus_lists_gpus_and_instances(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run_cli(["gpus"], capsys)
     assert status == 0 and "a100-80gb" in out and "p4d.24xlarge" in out
+    gpus, instances, _ = out.split("\n\n")
+    for line in gpus.splitlines()[1:]:  # columns never run together, even at 256 GiB
+        assert re.match(r"^\S+ +\d+\.\d\d GiB +\d+\.\d\d GiB +\d+ MiB  (yes|no) +\S", line), line
+    for line in instances.splitlines()[1:]:
+        assert re.match(r"^\S+ +(aws|gcp|azure) +\d+  \S+ +\d+\.\d\d GiB$", line), line
+    assert "p4d.24xlarge                 aws          8  a100-40gb" in instances
     status, out, _ = run_cli(["gpus", "--format", "json"], capsys)
     data = json.loads(out)
     assert status == 0 and data["gpus"] and data["instances"]

@@ -253,6 +253,23 @@ def test_cnn_activations_scale_with_the_image_area() -> None:
     assert at_448 == 4 * at_224
 
 
+def test_native_image_size_is_recorded_never_silent() -> None:
+    shape = {"family": "resnet", "image_size": 224, "num_classes": 1000, "activation_elements_per_sample": 10_000}
+    model = ModelSpec(key="cnn", kind="cnn", params=P, source="test", shape=shape, aliases=())
+    result = estimate(RunSpec(model=model, batch_size=4, precision="fp32"))
+    assert result.run.image_size == 224
+    assert result.run.sources["image_size"] == "default (native 224)"
+    assert result.run.image_size_defaulted
+    assert "image size not given: priced at cnn's native 224 px" in result.notes
+    given = estimate(RunSpec(model=model, batch_size=4, image_size=224, precision="fp32",
+                             sources={"image_size": "x.py:3"}))
+    assert given.run.sources["image_size"] == "x.py:3" and not given.run.image_size_defaulted
+    assert not any("image size" in note for note in given.notes)
+    assert given.breakdown == result.breakdown
+    # a language model has no native image size to fall back on
+    assert "image_size" not in estimate(RunSpec(model=decoder(), batch_size=1, seq_len=8)).run.sources
+
+
 def test_kv_cache_formula_and_gqa() -> None:
     assert kv_cache_bytes(layers=32, batch=8, kv_heads=8, head_dim=128, positions=1536, bytes_per_element=2) == (
         2 * 32 * 8 * 8 * 128 * 1536 * 2
@@ -405,8 +422,9 @@ def test_every_calibration_constant_is_tagged_and_named_with_its_unit() -> None:
         for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(target, ast.Name) and target.id.isupper() and not target.id.startswith("_")
     }
-    # every upper-case numeric constant of the module lives in the block (TERMS, ZERO are not numbers)
-    assert module_constants - set(constants) == {"TERMS", "ZERO"}
+    # every upper-case numeric constant of the module lives in the block (the term lists and ZERO
+    # are not numbers)
+    assert module_constants - set(constants) == {"TERMS", "TERM_LABELS", "ALLOCATED_TERMS", "ZERO"}
     for name, comment in constants.items():
         assert _TAG.search(comment), f"{name} has no #: PUBLISHED/MEASURED/ASSUMED tag"
         assert _UNIT.search(name), f"{name} does not carry its unit"

@@ -1,6 +1,8 @@
 """The solver: which candidates apply, how the savings list is ranked, and the smallest fix."""
 from __future__ import annotations
 
+import math
+import re
 from itertools import combinations
 from typing import Any, Dict, List
 
@@ -12,6 +14,7 @@ from flake8_torch_preflight.estimator.run import RunSpec
 from flake8_torch_preflight.estimator.solver import (
     DISRUPTION_RANKS,
     candidates,
+    known_saving,
     micro_batch_levels,
     rank_key,
     solve,
@@ -150,16 +153,107 @@ def test_already_fitting_and_no_gpu() -> None:
 
 
 def test_unknown_activations_leave_the_fit_unknown() -> None:
-    run = RunSpec(params=7_000_000_000, batch_size=4, seq_len=2048, precision="bf16")
+    p = 7_000_000_000
+    run = RunSpec(params=p, batch_size=4, seq_len=2048, precision="bf16")
     solution = solve(estimate(run, gpu(80)))
-    assert solution.status == "unknown"
+    assert solution.status == "unknown" and solution.may_fit is None
+    assert solution.message.startswith("cannot tell: the known terms need at least")
     assert "activations" in solution.message
     savings = {s.change: s for s in solution.savings}
-    # the same terms unknown before and after: the saving is the known part's difference
-    assert savings["optimizer offload to CPU"].saves_bytes is None  # the unknown step term becomes 0
-    # halving the micro-batch changes only the unknown activations: it saves 0 known bytes,
-    # so the list leaves it out (the search still tries it)
-    assert "micro-batch 4 -> 2 with 2x gradient accumulation" not in savings
-    assert any(c.group == "micro-batch" for c in candidates(run, gpu(80)))
-    # 8-bit AdamW turns the unknown optimizer_step into a known 0: not comparable, so unknown
-    assert savings["8-bit AdamW"].saves_bytes is None
+    # the known part of a saving is a lower bound of it, and exact where it is definitional:
+    # 8-bit AdamW replaces two bf16 states by two uint8 states with a fp32 absmax per 256
+    adamw8 = savings["8-bit AdamW"]
+    assert adamw8.partial and adamw8.saves_bytes == 2 * p * 2 - math.ceil(2 * p * (1 + 4 / 256))
+    offload = savings["optimizer offload to CPU"]
+    assert offload.partial and offload.saves_bytes == 2 * p * 2  # the states leave the device
+    # halving the micro-batch lowers only the unknown activations: listed, saving at least 0
+    halved = savings["micro-batch 4 -> 2 with 2x gradient accumulation"]
+    assert halved.partial and halved.saves_bytes == 0 and halved.fits is None
+    # LoRA is not offered without a transformer shape, and no saving is a guessed None
+    assert all(s.saves_bytes is not None and s.partial for s in solution.savings)
+
+
+def test_bf16_weights_save_the_definitional_terms_exactly_on_a_partly_known_run() -> None:
+    p = 1_000_000_000
+    run = RunSpec(params=p, batch_size=8, seq_len=512, precision="amp", optimizer="adamw")
+    before = estimate(run, gpu(80))
+    (bf16,) = [s for s in solve(before).savings if s.change == "bf16 weights"]
+    # weights 4 -> 2, gradients 4 -> 2, two AdamW states 4 -> 2 bytes a parameter, and the
+    # autocast cache (every parameter's 16-bit copy, no shape to exclude any) goes
+    assert bf16.partial and bf16.saves_bytes == 2 * p + 2 * p + 4 * p + before.terms["autocast_cache"].bytes
+
+
+def _partly_known(run: RunSpec) -> RunSpec:
+    return run.replace(seq_len=None)  # a catalogue shape without a sequence length: no activations
+
+
+@pytest.mark.parametrize("count", [1, 8])
+@pytest.mark.parametrize("precision, optimizer", [("amp", "adamw"), ("bf16", "adam"), ("fp32", "sgd-momentum")])
+def test_a_partly_known_saving_is_a_lower_bound_of_the_full_one(count: int, precision: str, optimizer: str) -> None:
+    target = gpu(40, count=count)
+    full_run = RunSpec(model=llama(), batch_size=4, seq_len=1024, precision=precision, optimizer=optimizer)
+    full, partial = estimate(full_run, target), estimate(_partly_known(full_run), target)
+    assert partial.unknown_terms and not full.unknown_terms
+    pool = candidates(full_run, target)
+    assert {c.label for c in pool} == {c.label for c in candidates(_partly_known(full_run), target)}
+    for candidate in pool:
+        exact, was_partial = known_saving(full, estimate(candidate.apply(full_run), target))
+        bound, is_partial = known_saving(partial, estimate(_partly_known(candidate.apply(full_run)), target))
+        assert not was_partial and is_partial, candidate.label
+        assert exact is not None and bound is not None and bound <= exact, candidate.label
+
+
+def _hand_written(params: int, **changes: Any) -> RunSpec:
+    fields: Dict[str, Any] = dict(params=params, model_label="Classifier", batch_size=64, precision="amp",
+                                  optimizer="adamw")
+    fields.update(changes)
+    return RunSpec(**fields)
+
+
+def test_a_change_whose_lower_bound_fits_may_fit() -> None:
+    # weights, gradients (fp32), AdamW state and the autocast cache of 1.2B parameters: ~20.6 GiB
+    # known, over a 14.5 GiB GPU; 8-bit AdamW takes 6.7 GiB off the known part, which may fit
+    p = 1_205_026_826
+    before = estimate(_hand_written(p), gpu(14.5, bf16=False))
+    assert before.fits is False and before.peak_is_lower_bound
+    solution = solve(before)
+    assert solution.status == "unknown" and solution.combination is None
+    may_fit = solution.may_fit
+    assert may_fit is not None and may_fit.labels == ["8-bit AdamW"] and may_fit.partial
+    assert may_fit.after.fits is None and may_fit.after.peak_bytes <= gpu(14.5).usable_bytes
+    assert solution.message.startswith("may fit with 8-bit AdamW (-6.7 GiB): the peak drops to at least")
+    ranked = [s.change for s in solution.savings]
+    assert ranked.index("8-bit AdamW") < ranked.index("fused optimizer step (fused=True)")  # may fit first
+
+
+def test_nothing_fits_when_even_the_lower_bound_after_every_change_is_over() -> None:
+    p = 1_205_026_826
+    target = gpu(14.5, bf16=False)
+    run = _hand_written(p, sharding="ddp")  # DDP keeps a second copy of the gradients
+    before = estimate(run, target)
+    solution = solve(before)
+    assert solution.status == "nothing-fits"
+    assert solution.message.startswith("nothing on one device fits: even with optimizer offload to CPU (-9.0 GiB)")
+    assert "the peak is at least" in solution.message and solution.advice
+    lowest = solution.lowest
+    assert lowest is not None and lowest.partial and lowest.after.fits is False
+    # it is the lowest any combination reaches, and every one of them is over at its low end
+    pool = candidates(run, target)
+    for n in range(1, len(pool) + 1):
+        for combo in combinations(pool, n):
+            if len({c.group for c in combo}) < n:
+                continue
+            changed = run
+            for candidate in combo:
+                changed = candidate.apply(changed)
+            after = estimate(changed, target)
+            assert after.fits is False and after.peak_bytes >= lowest.after.peak_bytes
+    # a run the known part alone fits is not "nothing fits"
+    assert solve(estimate(run, gpu(40, bf16=False))).status == "unknown"
+
+
+def test_nothing_fits_on_a_fully_known_run_names_the_changes_that_get_closest() -> None:
+    run = RunSpec(model=llama(params=400_000_000_000), batch_size=1, seq_len=512, precision="bf16")
+    solution = solve(estimate(run, gpu(16)))
+    assert solution.lowest is not None and not solution.lowest.partial
+    assert re.search(r"even with .+ \(-\d+\.\d GiB\).* the peak is \d+\.\d GiB, over the 16\.0 GiB", solution.message)
