@@ -325,6 +325,8 @@ class _Reader:
                 self.set("params", chosen.params, line)
         elif chosen.params is not None:
             self.set("params", chosen.params, line)
+            definition = next((d for d in self.module.body if getattr(d, "name", None) == chosen.name), line)
+            self.set("model_label", chosen.name, definition)
         else:
             self.unknown.add("model")
             self.notes.append(f"model {chosen.name} at {self.source(line)}: parameter count not known")

@@ -182,6 +182,9 @@ def _fix_text(solution: solver.Solution, command: str) -> str:
         return "Fix: it fits with {}{}.".format(steps, scope)
     if solution.status == "nothing-fits":
         return "Fix: {}.".format(solution.message)
+    if solution.status == "unknown" and solution.may_fit is not None:
+        steps = ", ".join(_change(c.label, saved) for c, saved in solution.may_fit.steps)
+        return "Fix: it may fit with {} (`{}` shows the breakdown).".format(steps, command)
     savings = _known_savings(solution)
     if savings:
         unknown = ", ".join(solution.before.unknown_terms)
@@ -192,9 +195,7 @@ def _fix_text(solution: solver.Solution, command: str) -> str:
 
 def _known_savings(solution: solver.Solution) -> List[Tuple[str, Optional[int]]]:
     """Changes that lower the known part of the peak, largest first."""
-    before = solution.before.peak_bytes
-    found = [(s.change, before - s.after.peak_bytes) for s in solution.savings]
-    found = [(label, saved) for label, saved in found if saved > 0]
+    found = [(s.change, s.saves_bytes) for s in solution.savings if s.saves_bytes is not None and s.saves_bytes > 0]
     found.sort(key=lambda item: -item[1])
     return [(label, saved) for label, saved in found[:MAX_SAVINGS_SHOWN]]
 
