@@ -26,11 +26,14 @@ HELPER_DEPTH = 5
 TRAINING_METHODS = frozenset({"backward"})
 TRAINING_CALLS = frozenset({"fit"})
 
-#: Launchers that run the function they are given in each worker process (the run continues there).
-SPAWN_FUNCTIONS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
-#: Process classes whose ``target=`` function is the worker's run.
+#: Launchers that run the function they are given (first argument or ``fn=``) in each worker
+#: process, as (module, function) import paths.  ``torch.multiprocessing`` has no stub, so these
+#: are matched on the dotted path the file's imports give (``import torch.multiprocessing as mp;
+#: mp.spawn`` is ``torch.multiprocessing.spawn``), like NumPy names.
+SPAWN_FUNCTIONS = frozenset({("torch.multiprocessing", "spawn"), ("torch.multiprocessing", "start_processes")})
+#: Process classes whose ``target=`` function is the worker's run (same matching).
 PROCESS_CLASSES = frozenset(
-    {"multiprocessing.Process", "torch.multiprocessing.Process", "multiprocessing.context.Process"}
+    {("multiprocessing", "Process"), ("torch.multiprocessing", "Process"), ("multiprocessing.context", "Process")}
 )
 
 
@@ -92,7 +95,8 @@ def launched_function(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     ``torch.multiprocessing.spawn`` / ``start_processes``, the ``target=`` of a ``Process``."""
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return None
-    name = infer.dotted_name(call.func) or infer.qname(call.func)
+    dotted = infer.dotted_name(call.func) or infer.qname(call.func)
+    name = tuple(dotted.rsplit(".", 1)) if dotted and "." in dotted else None
     if name in SPAWN_FUNCTIONS:
         target: Optional[nodes.NodeNG] = call.args[0] if call.args else None
         if target is None:

@@ -22,6 +22,7 @@ import re
 from typing import List, Optional, Set, Tuple
 
 from astroid import nodes
+from astroid.bases import BoundMethod, Instance
 from astroid.exceptions import AstroidError
 
 from . import dataflow, gradients, infer, loops
@@ -70,9 +71,9 @@ class Uses:
         #: For each training loop, the in-file calls the value was passed through to reach it.
         self.routes: List[Tuple[nodes.Call, ...]] = []
         self.prepared = False
-        #: Handed to a framework's ``fit`` (``trainer.fit(model, loader)``) or to a function of another
-        #: module together with an optimizer (``train_one_epoch(model, loader, optimizer)``); only
-        #: recorded with ``through_prepare``.
+        #: Handed to a framework's ``fit`` (``trainer.fit(model, loader)``) or to a function imported
+        #: from another module together with an optimizer (``train_one_epoch(model, loader, optimizer)``);
+        #: only recorded with ``through_prepare``.
         self.handed_to_training = False
         self.bindings: List[nodes.NodeNG] = []  # names / self.attrs the value was bound to
 
@@ -81,7 +82,8 @@ def uses_of(value: nodes.NodeNG, depth: int = MAX_DEPTH, through_prepare: bool =
     """Where ``value`` goes (see the module docstring).  With ``through_prepare`` the value is also
     followed out of ``prepare()`` / ``setup_dataloaders()`` (``model, loader = accelerator.prepare(model,
     loader)``: the prepared loader is the one iterated), out of tuples that a helper returns and its
-    call site unpacks (``train_dl, val_dl = get_dataloaders()``); a framework ``fit`` call
+    call site unpacks (``train_dl, val_dl = get_dataloaders()``), and into the ``__init__`` of a class
+    of the file it is handed to (``Trainer(model, loader)`` keeping ``self.loader``); a framework ``fit`` call
     (``trainer.fit(model, loader)``) or a call of another module that is also handed an optimizer
     (``train_one_epoch(model, loader, optimizer)``) is recorded in ``Uses.handed_to_training``."""
     uses = Uses()
@@ -137,6 +139,13 @@ def _flow(
                     for use in _name_uses(param):
                         _flow(use, depth - 1, uses, seen, via + (parent,), deep)
                 return
+            init = _constructor(parent) if deep else None
+            if init is not None:  # Trainer(model, loader): into __init__ (self.loader = loader)
+                param = _parameter_for(parent, child, init, skip_self=True)
+                if param is not None:
+                    for use in _name_uses(param):
+                        _flow(use, depth - 1, uses, seen, via + (parent,), deep)
+                return
             if name not in ITERATION_WRAPPERS:
                 if deep and _hands_optimizer(parent):
                     uses.handed_to_training = True  # train_one_epoch(model, loader, optimizer) of another module
@@ -164,8 +173,30 @@ def _flow(
                 _flow(site, depth - 1, uses, seen, via, deep)
 
 
+def called_objects(loop: "loops.Loop") -> Set[str]:
+    """Texts of the objects one iteration of ``loop`` calls (``model`` for ``model(x)``,
+    ``self.model`` for ``self.model(x)``, ``criterion``): callees that do not resolve to a function,
+    a class or a bound method (an instance, or an object that cannot be resolved).  A loop over
+    held-out batches that calls an object a training loop calls evaluates the trained model."""
+    found: Set[str] = set()
+    for call in loops.loop_calls(loop):
+        func = call.func
+        if not isinstance(func, (nodes.Name, nodes.Attribute)):
+            continue
+        value = infer.safe_infer(func)
+        if value is not None and not (isinstance(value, Instance) and not isinstance(value, BoundMethod)):
+            continue  # a function, a class, a method: not a model object
+        found.add(dataflow.binding_text(func))
+    return found
+
+
 def _hands_optimizer(call: nodes.Call) -> bool:
-    """Some argument of ``call`` is an optimizer (resolved, or unresolvable and named like one)."""
+    """``call`` is a function imported from another module (``train_one_epoch``, ``engine.train``;
+    not a method of an object such as ``accelerator.free_memory``, not torch) and some argument is
+    an optimizer (resolved, or unresolvable and named like one)."""
+    imported = infer.dotted_name(call.func)
+    if imported is None or imported.split(".")[0] == "torch":
+        return False
     args = [a for a in call.args if not isinstance(a, nodes.Starred)]
     args += [kw.value for kw in call.keywords or () if kw.arg is not None]
     return any(isinstance(a, (nodes.Name, nodes.Attribute)) and gradients.is_optimizer(a) for a in args)
@@ -210,10 +241,23 @@ def _classify(loop: "loops.Loop", uses: Uses, via: Tuple[nodes.Call, ...]) -> No
         uses.other_loops.append(loop)
 
 
-def _parameter_for(call: nodes.Call, arg: nodes.NodeNG, func: nodes.FunctionDef) -> Optional[nodes.AssignName]:
+def _constructor(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The ``__init__`` of the class of the checked file that ``call`` builds, or None."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return None
+    klass = infer.safe_infer(call.func)
+    if not isinstance(klass, nodes.ClassDef) or klass.root() is not call.root():
+        return None
+    init = klass.locals.get("__init__")
+    return init[0] if init and isinstance(init[0], nodes.FunctionDef) else None
+
+
+def _parameter_for(
+    call: nodes.Call, arg: nodes.NodeNG, func: nodes.FunctionDef, skip_self: bool = False
+) -> Optional[nodes.AssignName]:
     params = list(func.args.posonlyargs or []) + list(func.args.args or [])
-    if func.is_method() and isinstance(call.func, nodes.Attribute) and params:
-        params = params[1:]  # bound method: ``self`` is not in the call
+    if (skip_self or (func.is_method() and isinstance(call.func, nodes.Attribute))) and params:
+        params = params[1:]  # bound method or constructor: ``self`` is not in the call
     if isinstance(arg, nodes.Keyword):
         for p in params + list(func.args.kwonlyargs or []):
             if p.name == arg.arg:

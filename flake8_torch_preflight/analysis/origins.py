@@ -29,6 +29,12 @@ from .torch_names import MODULE_BASES
 #: How deep origins are followed (assignments, forward() returns, Sequential layers).
 MAX_DEPTH = 4
 
+#: ``nn.Module`` methods that return the module itself: ``nn.Sequential(...).to(device)`` is still
+#: that Sequential.
+MODULE_SELF_METHODS = frozenset(
+    {"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16", "requires_grad_", "type"}
+)
+
 
 class Origin(NamedTuple):
     """What produced a value: a rule-defined ``kind`` and the text a message shows."""
@@ -100,7 +106,7 @@ class Tracer:
             values = dataflow.assigned_values(call.func)
             if not values or len(values) != 1:
                 return None
-            return self.sequential_output(values[0])
+            return self.sequential_output(_unwrap_self_methods(values[0]))
         return self.class_output(klass, call.root())
 
     def sequential_output(self, built: nodes.NodeNG) -> Optional[Origin]:
@@ -164,6 +170,19 @@ def user_forward(module: nodes.NodeNG) -> bool:
     except Exception:
         return False
     return not str(forward.qname()).startswith("torch.")
+
+
+def _unwrap_self_methods(built: nodes.NodeNG) -> nodes.NodeNG:
+    """``nn.Sequential(...)`` for ``nn.Sequential(...).to(device).train()``: Module methods that
+    return the module itself are looked through (syntactically; the caller checked the class)."""
+    while (
+        isinstance(built, nodes.Call)
+        and isinstance(built.func, nodes.Attribute)
+        and built.func.attrname in MODULE_SELF_METHODS
+        and isinstance(built.func.expr, nodes.Call)
+    ):
+        built = built.func.expr
+    return built
 
 
 def _constructed_class(call: nodes.Call) -> Optional[nodes.ClassDef]:

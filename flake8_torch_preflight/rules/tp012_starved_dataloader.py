@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 
 from astroid import nodes
 
-from ..analysis import dataflow, device, infer, loader_use, training_step
+from ..analysis import dataflow, device, infer, loader_use, loops, training_step
 from ..analysis.torch_names import DATALOADERS
 from ._base import Rule, register, text_gate
 
@@ -25,6 +25,11 @@ DATASET_BASES = frozenset({"torch.utils.data.Dataset"})
 
 #: Methods on a dict that change its keys after it is built (the ``**kwargs`` then cannot be read).
 DICT_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
+
+#: Where a loader's batches go (``StarvedDataLoader._use``): a training loop (or a framework or
+#: function of another module that trains from it), an evaluation loop of the trained model, only
+#: loops that call no trained model, or nowhere the file shows.
+_TRAIN, _EVALUATE, _ITERATED, _UNKNOWN = "train", "evaluate", "iterated", "unknown"
 
 #: Sentinel for "this setting cannot be known statically".
 _OPAQUE = object()
@@ -48,9 +53,10 @@ class StarvedDataLoader(Rule):
         "The loader is resolved as torch.utils.data.DataLoader through any alias. Values passed through a "
         "**kwargs dict that cannot be read, datasets whose tensors are already on the GPU (pinning them "
         "raises, and CUDA cannot be used in forked workers), collate functions that move batches to the "
-        "GPU, files that never use CUDA, and loaders whose batches never reach a training loop of the file "
-        "(a test that only inspects the loader, a helper module that returns it to another file) unless they "
-        "are built beside one that does (the evaluation loader of a run) are not reported."
+        "GPU, and files that never use CUDA are not reported; nor is a loader whose batches reach no training "
+        "loop and no evaluation of the trained model in the file (a test that only inspects the loader, "
+        "prompts fed to an image pipeline, a helper module returning it to another file), unless it is "
+        "never iterated here and is built beside a loader that feeds training (the evaluation loader of a run)."
     )
     example_bad = (
         "import torch\n"
@@ -79,7 +85,8 @@ class StarvedDataLoader(Rule):
 
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__(ctx)
-        self._feeds: Dict[int, bool] = {}
+        self._uses: Dict[int, str] = {}
+        self._trained: "Optional[set[str]]" = None
 
     def visit_call(self, node: nodes.Call) -> None:
         if not (node.args or node.keywords) or not isinstance(node.func, (nodes.Name, nodes.Attribute)):
@@ -104,25 +111,45 @@ class StarvedDataLoader(Rule):
         self.report(node, problems=" and ".join(problems))
 
     def _in_training_run(self, call: nodes.Call) -> bool:
-        """The loader feeds a training loop of the file, or is built beside one that does (the
-        evaluation loader of a train/eval pair)."""
-        if self._feeds_training(call):
+        """The loader feeds a training loop of the file or an evaluation loop (one that calls an
+        object a training loop calls: the trained model); or it is never iterated in the file and is
+        built beside a loader that feeds training (the evaluation loader of a pair whose loop lives
+        in another module).  A loader iterated only by loops that train nothing and call no trained
+        model (a sharding test, prompts for an image pipeline) is not the GPU's input."""
+        use = self._use(call)
+        if use in (_TRAIN, _EVALUATE):
             return True
+        if use == _ITERATED:
+            return False
         scope = call.scope()
         aliases = device.local_aliases(call.root(), "DataLoader")
         for other in scope.nodes_of_class(nodes.Call):
             if other is call or other.scope() is not scope or infer.call_name(other) not in aliases:
                 continue
-            if infer.qname(other.func) in DATALOADERS and self._feeds_training(other):
+            if infer.qname(other.func) in DATALOADERS and self._use(other) == _TRAIN:
                 return True
         return False
 
-    def _feeds_training(self, call: nodes.Call) -> bool:
+    def _use(self, call: nodes.Call) -> str:
         key = id(call)
-        if key not in self._feeds:
+        if key not in self._uses:
             uses = loader_use.uses_of(call, through_prepare=True)
-            self._feeds[key] = bool(uses.training_loops) or uses.handed_to_training
-        return self._feeds[key]
+            if uses.training_loops or uses.handed_to_training:
+                self._uses[key] = _TRAIN
+            elif any(loader_use.called_objects(loop) & self._trained_objects() for loop in uses.other_loops):
+                self._uses[key] = _EVALUATE
+            else:
+                self._uses[key] = _ITERATED if uses.other_loops else _UNKNOWN
+        return self._uses[key]
+
+    def _trained_objects(self) -> "set[str]":
+        """Objects called by the file's training loops (loops whose iteration runs backward)."""
+        if self._trained is None:
+            self._trained = set()
+            for loop in self.ctx.module.nodes_of_class((nodes.For, nodes.While)):
+                if any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
+                    self._trained |= loader_use.called_objects(loop)
+        return self._trained
 
 
 def _settings(call: nodes.Call) -> Optional[Dict[str, object]]:

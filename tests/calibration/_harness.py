@@ -346,15 +346,6 @@ def lstsq_fit(rows: list[dict[str, float]], features: list[str], target: str) ->
     }
 
 
-def clean(x: float, digits: int = 6) -> float:
-    """Round a fitted coefficient; snap to an integer or simple fraction when within 1e-6."""
-    for den in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 3):
-        v = round(x * den) / den
-        if abs(v - x) < 1e-6 * max(1.0, abs(x)):
-            return v
-    return round(x, digits)
-
-
 def write_fixture(name: str, payload: dict[str, Any]) -> pathlib.Path:
     path = HERE / f"{name}.json"
     path.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n")

@@ -43,11 +43,12 @@ SEQS = (64, 128, 256)
 #: ("balse": b*a*(ceil(s/32)*32 - s), the memory-efficient kernel pads its fp32 logsumexp to 32 rows)
 LAYER_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "balse", "bssa", "bss", "ssa", "ss", "s", "b", "1")
 #: monomials the non-layer part (embeddings, final norm, head, loss) may contain
-REST_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "balse", "bsV", "bh", "bshd", "shd", "bss", "bssa", "ssa", "ss", "s", "b", "1")
+REST_FEATURES = ("bsh", "bsf", "bskv", "bs", "bsa", "balse", "bsV", "bh", "bshd", "shd", "bss", "bssa", "ssa", "ss",
+                 "s", "b", "1")
 
 
-def monomials(b: int, s: int, t: int, v: dict[str, int]) -> dict[str, int]:
-    """Feature values; ``t`` is the decoder length for encoder-decoders (= s here)."""
+def monomials(b: int, s: int, v: dict[str, int]) -> dict[str, int]:
+    """Feature values at batch b, sequence s (encoder-decoders: decoder length = s) and widths v."""
     h, f, a, kv, voc = v["h"], v["f"], v["a"], v["kv"], v["V"]
     return {"bsh": b * s * h, "bsf": b * s * f, "bskv": b * s * kv, "bs": b * s, "bsa": b * s * a,
             "bssa": b * s * s * a, "bss": b * s * s, "ss": s * s, "s": s, "b": b, "1": 1,
@@ -330,7 +331,7 @@ def measure_family(fam: Family, log: Callable[[str], None]) -> dict[str, Any]:
                         for s in (SEQS if fam.kind != "vision" else (65, 145, 257)):
                             m1 = run_point(fam, v, 1, b, s, impl, prec, head)
                             m2 = run_point(fam, v, 2, b, s, impl, prec, head)
-                            feats = monomials(b, s, s, v)
+                            feats = monomials(b, s, v)
                             per_layer = m2["activation_bytes"] - m1["activation_bytes"]
                             layer_rows.append({**feats, "y": per_layer})
                             rest_rows.append({**feats, "y": m1["activation_bytes"] - per_layer})
@@ -354,7 +355,7 @@ def measure_family(fam: Family, log: Callable[[str], None]) -> dict[str, Any]:
                 batch1 = []
                 for s in (SEQS if fam.kind != "vision" else (65, 145, 257)):
                     b1 = [run_point(fam, v0, n, 1, s, impl, prec, head) for n in (1, 2)]
-                    feats = monomials(1, s, s, v0)
+                    feats = monomials(1, s, v0)
                     per_layer = b1[1]["activation_bytes"] - b1[0]["activation_bytes"]
                     rest = b1[0]["activation_bytes"] - per_layer
                     batch1.append({"variant": 0, "s": s,
@@ -393,7 +394,7 @@ def validate_real(fam: Family, results: dict[str, Any], log: Callable[[str], Non
         res = results[f"{impl}/{prec}/{head}"]
         seq = s if fam.kind != "vision" else (s // 16) ** 2 + 1
         L = real["L"]
-        feats = monomials(b, seq, seq, real)
+        feats = monomials(b, seq, real)
         if fam.kind == "encdec":
             # M(E, D) = non_layer(enc rows, which hold one decoder layer) + E*enc + (D-1)*dec
             dec = results[f"{impl}/{prec}/dec"]

@@ -78,9 +78,172 @@ VIT_IMAGE = {65: 128, 145: 192, 197: 224, 257: 256, 577: 384}
 
 # ------------------------------------------------------------------------------------------------
 # cases where the cost model and the measurement disagree today (strict xfail; see module doc)
-#: case id -> reason with the measured and modelled figures. Generated from the fixtures at the
-#: time of writing by tests/calibration/README.md's "Known disagreements" procedure.
-KNOWN_DISAGREEMENTS: Dict[str, str] = {}
+#: case id -> the measured and modelled figures. Printed by ``python tests/calibration/test_calibration.py``
+#: (2026-11-30, costmodel.py as then); README.md says which constants close which entries.
+KNOWN_DISAGREEMENTS: Dict[str, str] = {
+    'cnn/alexnet': 'alexnet: set activation_elements_per_sample to the measured 775,784',
+    'cnn/resnet101': 'resnet101: set activation_elements_per_sample to the measured 31,563,752',
+    'cnn/resnet152': 'resnet152: set activation_elements_per_sample to the measured 44,208,104',
+    'cnn/resnet18': 'resnet18: set activation_elements_per_sample to the measured 5,395,432',
+    'cnn/resnet34': 'resnet34: set activation_elements_per_sample to the measured 7,904,232',
+    'cnn/resnet50': 'resnet50: set activation_elements_per_sample to the measured 21,327,848',
+    'cnn/resnext50-32x4d': 'resnext50-32x4d: set activation_elements_per_sample to the measured 27,900,904',
+    'cnn/vgg16': 'vgg16: set activation_elements_per_sample to the measured 18,183,144',
+    'cnn/vgg16-bn': 'vgg16-bn: set activation_elements_per_sample to the measured 31,730,664',
+    'cnn/vgg19': 'vgg19: set activation_elements_per_sample to the measured 19,487,720',
+    'cnn/wide-resnet50-2': 'wide-resnet50-2: set activation_elements_per_sample to the measured 27,900,904',
+    'fused/llama-gqa/sdpa/fp32/lm': 'measured 128.000, cost model 0.000 bytes/token/key/layer',
+    'fused/qwen2/sdpa/fp32/lm': 'measured 56.000, cost model 0.000 bytes/token/key/layer',
+    'fused/t5/sdpa/amp/dec': 'measured 17.000, cost model 0.000 bytes/token/key/layer',
+    'fused/t5/sdpa/amp/enc': 'measured 16.000, cost model 0.000 bytes/token/key/layer',
+    'fused/t5/sdpa/bf16/dec': 'measured 17.000, cost model 0.000 bytes/token/key/layer',
+    'fused/t5/sdpa/bf16/enc': 'measured 16.000, cost model 0.000 bytes/token/key/layer',
+    'fused/t5/sdpa/fp32/dec': 'measured 33.000, cost model 0.000 bytes/token/key/layer',
+    'fused/t5/sdpa/fp32/enc': 'measured 32.000, cost model 0.000 bytes/token/key/layer',
+    'layer/bert/eager/amp/cls': 'per-layer bytes/token: measured 32,272.0, cost model 29,200.0 (0.905x)',
+    'layer/bert/sdpa/bf16/cls': 'per-layer bytes/token: measured 26,176.0, cost model 27,712.0 (1.059x)',
+    'layer/bert/sdpa/fp32/cls': 'per-layer bytes/token: measured 50,752.0, cost model 53,824.0 (1.061x)',
+    'layer/distilbert/eager/amp/cls': 'per-layer bytes/token: measured 31,504.0, cost model 29,200.0 (0.927x)',
+    'layer/distilbert/sdpa/bf16/cls': 'per-layer bytes/token: measured 25,408.0, cost model 27,712.0 (1.091x)',
+    'layer/distilbert/sdpa/fp32/cls': 'per-layer bytes/token: measured 49,984.0, cost model 53,824.0 (1.077x)',
+    'layer/gpt2/eager/amp/lm': 'per-layer bytes/token: measured 66,064.0, cost model 29,200.0 (0.442x)',
+    'layer/gpt2/eager/bf16/lm': 'per-layer bytes/token: measured 44,560.0, cost model 26,128.0 (0.586x)',
+    'layer/gpt2/eager/fp32/lm': 'per-layer bytes/token: measured 87,568.0, cost model 50,704.0 (0.579x)',
+    'layer/gpt2/sdpa/amp/lm': 'per-layer bytes/token: measured 69,184.0, cost model 30,784.0 (0.445x)',
+    'layer/gpt2/sdpa/bf16/lm': 'per-layer bytes/token: measured 47,680.0, cost model 27,712.0 (0.581x)',
+    'layer/gpt2/sdpa/fp32/lm': 'per-layer bytes/token: measured 93,760.0, cost model 53,824.0 (0.574x)',
+    'layer/llama-gqa/eager/amp/lm': 'per-layer bytes/token: measured 253,960.0, cost model 196,616.0 (0.774x)',
+    'layer/llama-gqa/eager/bf16/lm': 'per-layer bytes/token: measured 213,000.0, cost model 180,232.0 (0.846x)',
+    'layer/llama-gqa/eager/fp32/lm': 'per-layer bytes/token: measured 393,224.0, cost model 360,456.0 (0.917x)',
+    'layer/llama-gqa/sdpa/amp/lm': 'per-layer bytes/token: measured 241,800.0, cost model 192,648.0 (0.797x)',
+    'layer/llama-gqa/sdpa/bf16/lm': 'per-layer bytes/token: measured 200,840.0, cost model 176,264.0 (0.878x)',
+    'layer/llama-gqa/sdpa/fp32/lm': 'per-layer bytes/token: measured 393,224.0, cost model 352,392.0 (0.896x)',
+    'layer/llama/eager/amp/lm': 'per-layer bytes/token: measured 227,336.0, cost model 169,992.0 (0.748x)',
+    'layer/llama/eager/bf16/lm': 'per-layer bytes/token: measured 186,376.0, cost model 153,608.0 (0.824x)',
+    'layer/llama/eager/fp32/lm': 'per-layer bytes/token: measured 339,976.0, cost model 307,208.0 (0.904x)',
+    'layer/llama/sdpa/amp/lm': 'per-layer bytes/token: measured 227,464.0, cost model 178,312.0 (0.784x)',
+    'layer/llama/sdpa/bf16/lm': 'per-layer bytes/token: measured 186,504.0, cost model 161,928.0 (0.868x)',
+    'layer/opt/eager/amp/lm': 'per-layer bytes/token: measured 26,128.0, cost model 23,056.0 (0.882x)',
+    'layer/opt/sdpa/amp/lm': 'per-layer bytes/token: measured 26,176.0, cost model 24,640.0 (0.941x)',
+    'layer/opt/sdpa/bf16/lm': 'per-layer bytes/token: measured 20,032.0, cost model 21,568.0 (1.077x)',
+    'layer/opt/sdpa/fp32/lm': 'per-layer bytes/token: measured 38,464.0, cost model 41,536.0 (1.080x)',
+    'layer/qwen2/eager/amp/lm': 'per-layer bytes/token: measured 69,384.0, cost model 56,840.0 (0.819x)',
+    'layer/qwen2/eager/bf16/lm': 'per-layer bytes/token: measured 60,424.0, cost model 53,256.0 (0.881x)',
+    'layer/qwen2/eager/fp32/lm': 'per-layer bytes/token: measured 113,672.0, cost model 106,504.0 (0.937x)',
+    'layer/qwen2/sdpa/amp/lm': 'per-layer bytes/token: measured 66,368.0, cost model 55,616.0 (0.838x)',
+    'layer/qwen2/sdpa/bf16/lm': 'per-layer bytes/token: measured 57,408.0, cost model 52,032.0 (0.906x)',
+    'layer/qwen2/sdpa/fp32/lm': 'per-layer bytes/token: measured 113,672.0, cost model 104,000.0 (0.915x)',
+    'layer/roberta/eager/amp/cls': 'per-layer bytes/token: measured 32,272.0, cost model 29,200.0 (0.905x)',
+    'layer/roberta/sdpa/bf16/cls': 'per-layer bytes/token: measured 26,176.0, cost model 27,712.0 (1.059x)',
+    'layer/roberta/sdpa/fp32/cls': 'per-layer bytes/token: measured 50,752.0, cost model 53,824.0 (1.061x)',
+    'layer/t5/eager/amp/dec': 'per-layer bytes/token: measured 39,436.0, cost model 23,052.0 (0.585x)',
+    'layer/t5/eager/amp/enc': 'per-layer bytes/token: measured 27,656.0, cost model 15,368.0 (0.556x)',
+    'layer/t5/eager/bf16/dec': 'per-layer bytes/token: measured 35,340.0, cost model 19,980.0 (0.565x)',
+    'layer/t5/eager/bf16/enc': 'per-layer bytes/token: measured 25,608.0, cost model 13,320.0 (0.520x)',
+    'layer/t5/eager/fp32/dec': 'per-layer bytes/token: measured 54,796.0, cost model 38,412.0 (0.701x)',
+    'layer/t5/eager/fp32/enc': 'per-layer bytes/token: measured 39,944.0, cost model 25,608.0 (0.641x)',
+    'layer/t5/sdpa/amp/dec': 'per-layer bytes/token: measured 39,500.0, cost model 25,164.0 (0.637x)',
+    'layer/t5/sdpa/amp/enc': 'per-layer bytes/token: measured 27,688.0, cost model 16,424.0 (0.593x)',
+    'layer/t5/sdpa/bf16/dec': 'per-layer bytes/token: measured 35,404.0, cost model 22,092.0 (0.624x)',
+    'layer/t5/sdpa/bf16/enc': 'per-layer bytes/token: measured 25,640.0, cost model 14,376.0 (0.561x)',
+    'layer/t5/sdpa/fp32/dec': 'per-layer bytes/token: measured 54,860.0, cost model 42,572.0 (0.776x)',
+    'layer/t5/sdpa/fp32/enc': 'per-layer bytes/token: measured 39,976.0, cost model 27,688.0 (0.693x)',
+    'layer/vit/eager/amp/cls': 'per-layer bytes/token: measured 30,736.0, cost model 27,664.0 (0.900x)',
+    'layer/vit/sdpa/bf16/cls': 'per-layer bytes/token: measured 24,640.0, cost model 26,176.0 (1.062x)',
+    'layer/vit/sdpa/fp32/cls': 'per-layer bytes/token: measured 49,216.0, cost model 52,288.0 (1.062x)',
+    'point/bert/eager/amp/b8/s128/2': 'cost model 494,870,528 vs measured 532,662,468 (0.929x)',
+    'point/bert/sdpa/bf16/b32/s512/23': 'cost model 5,486,280,704 vs measured 5,209,580,066 (1.053x)',
+    'point/bert/sdpa/bf16/b8/s128/22': 'cost model 342,892,544 vs measured 325,622,114 (1.053x)',
+    'point/bert/sdpa/fp32/b32/s512/19': 'cost model 10,645,274,624 vs measured 10,091,848,388 (1.055x)',
+    'point/bert/sdpa/fp32/b8/s128/18': 'cost model 665,329,664 vs measured 630,782,276 (1.055x)',
+    'point/distilbert/eager/amp/b8/s128/2': 'cost model 249,405,440 vs measured 263,604,420 (0.946x)',
+    'point/distilbert/sdpa/bf16/b32/s512/23': 'cost model 2,762,080,256 vs measured 2,560,876,946 (1.079x)',
+    'point/distilbert/sdpa/bf16/b8/s128/22': 'cost model 172,630,016 vs measured 160,078,034 (1.078x)',
+    'point/distilbert/sdpa/fp32/b32/s512/19': 'cost model 5,354,160,128 vs measured 5,027,226,212 (1.065x)',
+    'point/distilbert/sdpa/fp32/b8/s128/18': 'cost model 334,635,008 vs measured 314,243,300 (1.065x)',
+    'point/gpt2/eager/amp/b2/s512/0': 'cost model 1,407,436,800 vs measured 1,860,433,924 (0.757x)',
+    'point/gpt2/eager/amp/b4/s1024/1': 'cost model 7,743,676,416 vs measured 9,555,656,708 (0.810x)',
+    'point/gpt2/eager/bf16/b2/s512/4': 'cost model 1,217,120,256 vs measured 1,443,624,964 (0.843x)',
+    'point/gpt2/eager/bf16/b4/s1024/5': 'cost model 6,378,430,464 vs measured 7,284,441,092 (0.876x)',
+    'point/gpt2/eager/fp32/b2/s512/2': 'cost model 1,721,319,424 vs measured 2,174,316,548 (0.792x)',
+    'point/gpt2/eager/fp32/b4/s1024/3': 'cost model 9,603,186,688 vs measured 11,415,166,980 (0.841x)',
+    'point/gpt2/sdpa/amp/b2/s512/6': "measured 1,370,290,468 outside the cost model's [718,734,950, 1,347,628,032]",
+    'point/gpt2/sdpa/amp/b4/s1024/7': "measured 5,481,152,804 outside the cost model's [2,874,939,801, 5,390,512,128]",
+    'point/gpt2/sdpa/bf16/b2/s512/10': 'cost model 859,097,088 vs measured 1,104,476,452 (0.778x)',
+    'point/gpt2/sdpa/bf16/b4/s1024/11': 'cost model 3,436,388,352 vs measured 4,417,896,740 (0.778x)',
+    'point/gpt2/sdpa/fp32/b2/s512/8': 'cost model 1,080,180,736 vs measured 1,570,926,788 (0.688x)',
+    'point/gpt2/sdpa/fp32/b4/s1024/9': 'cost model 4,320,722,944 vs measured 6,283,698,372 (0.688x)',
+    'point/llama-gqa/eager/amp/b2/s2048/1': 'cost model 82,664,505,344 vs measured 90,249,936,900 (0.916x)',
+    'point/llama-gqa/eager/amp/b2/s512/0': 'cost model 11,002,449,920 vs measured 12,898,807,812 (0.853x)',
+    'point/llama-gqa/eager/bf16/b2/s2048/5':
+        "measured 84,846,624,772 outside the cost model's [36,898,983,116, 69,185,593,344]",
+    'point/llama-gqa/eager/bf16/b2/s512/4': 'cost model 8,309,706,752 vs measured 11,547,979,780 (0.720x)',
+    'point/llama-gqa/eager/fp32/b2/s512/2': 'cost model 15,043,137,536 vs measured 16,134,189,060 (0.932x)',
+    'point/llama-gqa/sdpa/amp/b2/s2048/7': 'cost model 30,604,804,096 vs measured 37,116,494,596 (0.825x)',
+    'point/llama-gqa/sdpa/amp/b2/s512/6': 'cost model 7,651,201,024 vs measured 9,279,124,228 (0.825x)',
+    'point/llama-gqa/sdpa/bf16/b2/s2048/11': 'cost model 28,423,766,016 vs measured 31,713,182,468 (0.896x)',
+    'point/llama-gqa/sdpa/bf16/b2/s512/10': 'cost model 7,105,941,504 vs measured 7,928,296,196 (0.896x)',
+    'point/llama-gqa/sdpa/fp32/b2/s2048/9':
+        "measured 90,306,560,004 outside the cost model's [40,420,520,755, 75,788,476,416]",
+    'point/llama-gqa/sdpa/fp32/b2/s512/8': 'cost model 12,631,412,736 vs measured 16,134,189,060 (0.783x)',
+    'point/llama/eager/amp/b2/s2048/1': 'cost model 75,232,198,656 vs measured 82,817,630,212 (0.908x)',
+    'point/llama/eager/amp/b2/s512/0': 'cost model 9,144,373,248 vs measured 11,040,731,140 (0.828x)',
+    'point/llama/eager/bf16/b2/s2048/5':
+        "measured 77,414,318,084 outside the cost model's [30,953,137,766, 58,037,133,312]",
+    'point/llama/eager/bf16/b2/s512/4':
+        "measured 9,689,903,108 outside the cost model's [5,161,304,064, 9,677,445,120]",
+    'point/llama/eager/fp32/b2/s2048/3': 'cost model 75,808,915,456 vs measured 80,173,121,540 (0.946x)',
+    'point/llama/eager/fp32/b2/s512/2': 'cost model 12,509,777,920 vs measured 13,600,829,444 (0.920x)',
+    'point/llama/sdpa/amp/b2/s2048/7': 'cost model 24,783,110,144 vs measured 31,294,800,644 (0.792x)',
+    'point/llama/sdpa/amp/b2/s512/6': 'cost model 6,195,777,536 vs measured 7,823,700,740 (0.792x)',
+    'point/llama/sdpa/bf16/b2/s2048/11': 'cost model 22,602,072,064 vs measured 25,891,488,516 (0.873x)',
+    'point/llama/sdpa/bf16/b2/s512/10': 'cost model 5,650,518,016 vs measured 6,472,872,708 (0.873x)',
+    'point/opt/eager/amp/b4/s1024/1': 'cost model 7,442,300,928 vs measured 6,986,235,908 (1.065x)',
+    'point/opt/eager/bf16/b2/s512/4': 'cost model 1,141,776,384 vs measured 1,216,503,812 (0.939x)',
+    'point/opt/eager/bf16/b4/s1024/5': 'cost model 6,077,054,976 vs measured 6,677,954,564 (0.910x)',
+    'point/opt/eager/fp32/b2/s512/2': "measured 1,192,189,956 outside the cost model's [1,256,357,888, 2,355,671,040]",
+    'point/opt/eager/fp32/b4/s1024/3':
+        "measured 5,976,719,364 outside the cost model's [7,199,758,745, 13,499,547,648]",
+    'point/qwen2/eager/amp/b2/s512/0': 'cost model 4,015,198,208 vs measured 4,327,419,908 (0.928x)',
+    'point/qwen2/eager/amp/b4/s1024/1': 'cost model 20,288,651,264 vs measured 21,537,013,764 (0.942x)',
+    'point/qwen2/eager/bf16/b2/s512/4': 'cost model 3,220,639,744 vs measured 4,105,252,868 (0.785x)',
+    'point/qwen2/eager/bf16/b4/s1024/5': 'cost model 14,291,845,120 vs measured 20,648,607,748 (0.692x)',
+    'point/qwen2/sdpa/amp/b2/s512/6': 'cost model 2,928,152,576 vs measured 3,196,334,660 (0.916x)',
+    'point/qwen2/sdpa/amp/b4/s1024/7': 'cost model 11,712,610,304 vs measured 12,784,812,612 (0.916x)',
+    'point/qwen2/sdpa/fp32/b2/s512/8': 'cost model 3,807,907,840 vs measured 4,754,190,340 (0.801x)',
+    'point/qwen2/sdpa/fp32/b4/s1024/9': 'cost model 15,231,631,360 vs measured 21,834,809,348 (0.698x)',
+    'point/roberta/eager/amp/b8/s128/2': 'cost model 494,870,528 vs measured 532,684,996 (0.929x)',
+    'point/roberta/sdpa/bf16/b32/s512/23': 'cost model 5,486,280,704 vs measured 5,184,750,114 (1.058x)',
+    'point/roberta/sdpa/bf16/b8/s128/22': 'cost model 342,892,544 vs measured 324,084,066 (1.058x)',
+    'point/roberta/sdpa/fp32/b32/s512/19': 'cost model 10,645,274,624 vs measured 10,041,901,764 (1.060x)',
+    'point/roberta/sdpa/fp32/b8/s128/18': 'cost model 665,329,664 vs measured 627,683,652 (1.060x)',
+    'point/t5/eager/amp/b16/s512/1': 'cost model 8,790,179,840 vs measured 10,780,475,396 (0.815x)',
+    'point/t5/eager/amp/b8/s128/0': 'cost model 702,410,752 vs measured 950,935,556 (0.739x)',
+    'point/t5/eager/fp32/b16/s512/3': 'cost model 10,746,822,656 vs measured 12,319,784,964 (0.872x)',
+    'point/t5/eager/fp32/b8/s128/2': 'cost model 833,744,896 vs measured 1,030,103,044 (0.809x)',
+    'point/t5/sdpa/amp/b16/s512/7': 'cost model 4,718,034,944 vs measured 6,613,434,660 (0.713x)',
+    'point/t5/sdpa/amp/b8/s128/6': 'cost model 589,754,368 vs measured 822,911,268 (0.717x)',
+    'point/t5/sdpa/bf16/b16/s512/11': 'cost model 4,457,988,096 vs measured 4,214,292,770 (1.058x)',
+    'point/t5/sdpa/bf16/b8/s128/10': 'cost model 557,248,512 vs measured 523,018,530 (1.065x)',
+    'point/t5/sdpa/fp32/b16/s512/9': 'cost model 5,617,713,152 vs measured 6,999,310,628 (0.803x)',
+    'point/t5/sdpa/fp32/b8/s128/8': 'cost model 702,214,144 vs measured 867,737,892 (0.809x)',
+    'point/vit/eager/amp/b32/s197/0': 'cost model 3,175,351,296 vs measured 3,427,591,428 (0.926x)',
+    'point/vit/eager/bf16/b16/s577/5': "measured 7,355,309,186 outside the cost model's [3,418,154,188, 6,409,039,104]",
+    'point/vit/eager/bf16/b32/s197/4': 'cost model 2,227,633,152 vs measured 2,952,871,170 (0.754x)',
+    'point/vit/sdpa/amp/b16/s577/7': 'cost model 3,254,366,208 vs measured 3,453,181,860 (0.942x)',
+    'point/vit/sdpa/amp/b32/s197/6': 'cost model 2,222,186,496 vs measured 2,358,231,588 (0.942x)',
+    'point/vit/sdpa/bf16/b16/s577/11': 'cost model 2,914,037,760 vs measured 2,758,216,610 (1.056x)',
+    'point/vit/sdpa/bf16/b32/s197/10': 'cost model 1,989,795,840 vs measured 1,883,511,330 (1.056x)',
+    'point/vit/sdpa/fp32/b16/s577/9': 'cost model 5,820,985,344 vs measured 5,509,554,500 (1.057x)',
+    'point/vit/sdpa/fp32/b32/s197/8': 'cost model 3,974,750,208 vs measured 3,762,628,036 (1.056x)',
+    'scores/llama-gqa/eager/bf16/lm': 'bytes/token/key/layer: measured 192.000, cost model 64.000',
+    'scores/llama/eager/bf16/lm': 'bytes/token/key/layer: measured 192.000, cost model 64.000',
+    'scores/opt/eager/amp/lm': 'bytes/token/key/layer: measured 72.000, cost model 84.000',
+    'scores/opt/eager/bf16/lm': 'bytes/token/key/layer: measured 72.000, cost model 60.000',
+    'scores/opt/eager/fp32/lm': 'bytes/token/key/layer: measured 48.000, cost model 108.000',
+    'scores/qwen2/eager/bf16/lm': 'bytes/token/key/layer: measured 84.000, cost model 28.000',
+    'scores/vit/eager/bf16/cls': 'bytes/token/key/layer: measured 72.000, cost model 24.000',
+}
 
 
 def _xfail_known(case_id: str) -> Any:
@@ -207,7 +370,7 @@ def _run(spec: catalogue.ModelSpec, precision: str, flash: bool, b: int, s: int,
 
 
 def _model_acts(spec: catalogue.ModelSpec, precision: str, flash: bool, b: int, s: int, vision: bool,
-                **shape: Any) -> Tuple[int, int, int]:
+                **shape: Any) -> Tuple[int, int, float]:
     if shape:
         spec = dataclasses.replace(spec, shape={**spec.shape, **shape})
     term = costmodel.estimate(_run(spec, precision, flash, b, s, vision)).terms["activations"]
@@ -246,7 +409,10 @@ def _per_layer(case: str) -> Tuple[Dict[str, float], Dict[str, float]]:
         one = _model_acts(spec, PRECISION[prec], FLASH[impl], 1, s, vision, **{layer_key: 1})[0]
         two = _model_acts(spec, PRECISION[prec], FLASH[impl], 1, s, vision, **{layer_key: 2})[0]
         model.append(two - one)
-        measured.append(_measured(fit, 1, s, w) - float(fit["coefficients"].get("1", 0)))
+        # the per-layer constant (RNG seed/offset, bytes) and the memory-efficient kernel's
+        # logsumexp padding to 32 rows are left out: neither is a per-token cost
+        coeffs = {k: v for k, v in fit["coefficients"].items() if k not in ("1", "balse")}
+        measured.append(_measured({"coefficients": coeffs}, 1, s, w))
 
     def split(pl: List[float]) -> Dict[str, float]:
         quad = (pl[1] / s2 - pl[0] / s1) / (s2 - s1)
@@ -301,7 +467,7 @@ def _logit_cases() -> Iterator[str]:
 def test_logits_bytes_per_position(case: str) -> None:
     """LOGITS_COPIES: the loss keeps log_softmax (fp32) and, until it returns, the head output and
     its fp32 upcast; measured as saved bytes plus the loss-time transient, per vocab entry."""
-    family, prec = case.split("/")
+    _, family, prec = case.split("/")
     data = _family(family)
     b, s = 2, 512
     v = [r for r in data["real_validation"] if r["precision"] == prec and r["impl"] == "sdpa" and r["b"] == b
@@ -361,12 +527,14 @@ def test_mask_bytes_is_the_measured_cuda_dropout_mask() -> None:
 
 def test_fused_logsumexp_is_fp32_per_head() -> None:
     """ATTENTION_SAVED_ELEMENTS['fused_logsumexp_fp32_per_head']: the measured 'bsa' coefficient
-    of every fused (sdpa) fit is 4 bytes per head per token, in every precision."""
+    of every fused (sdpa) fit is 4 bytes per head per token per attention block, in every
+    precision (a T5 decoder layer has two blocks, self- and cross-attention)."""
     for name in ACTIVATION_FIXTURES:
         for key, res in _load(name)["results"].items():
             coeffs = res["per_layer"]["coefficients"]
+            blocks = 2 if name == "activations_t5.json" and key.endswith("/dec") else 1
             if key.startswith("sdpa/") and "bssa" not in coeffs:
-                assert coeffs.get("bsa") == 4, (name, key)
+                assert coeffs.get("bsa") == 4 * blocks, (name, key)
     modelled = costmodel.ATTENTION_SAVED_ELEMENTS["fused_logsumexp_fp32_per_head"] * costmodel.FP32_BYTES
     assert modelled == 4
 
@@ -418,4 +586,5 @@ def _current_disagreements() -> Dict[str, str]:
 
 if __name__ == "__main__":  # python tests/calibration/test_calibration.py: print KNOWN_DISAGREEMENTS
     for key, reason in sorted(_current_disagreements().items()):
-        print(f"    {key!r}: {reason!r},")
+        line = f"    {key!r}: {reason!r},"
+        print(line if len(line) <= 120 else f"    {key!r}:\n        {reason!r},")
