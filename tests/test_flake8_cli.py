@@ -110,3 +110,29 @@ def test_syntax_error_file_is_e999_and_plugin_stays_alive(tmp_path: Path) -> Non
     assert "E999" in result.stdout
     assert "TP006" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_odd_files_in_one_run(tmp_path: Path) -> None:
+    """Non-UTF-8 with a coding cookie, a BOM, an empty __init__.py, a stub file, torch under another
+    name: one run, no traceback, findings only where they belong."""
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "latin.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9t\xe9'\nprint(torch.randn(2), name)\n"
+    )
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + SOFTMAX_SRC.encode())
+    (tmp_path / "types.pyi").write_text("import torch\ndef f(x: torch.Tensor) -> torch.Tensor: ...\n")
+    (tmp_path / "renamed.py").write_text(
+        "import torch as np\nimport torch.nn.functional as F\n"
+        "loss = np.nn.CrossEntropyLoss()(F.softmax(np.randn(2, 3), 1), np.tensor([0, 1]))\n"
+    )
+    result = flake8("--select", "TP", "--filename", "*.py,*.pyi", str(tmp_path))
+    assert "Traceback" not in result.stderr and "flake8-torch-preflight:" not in result.stderr, result.stderr
+    found = sorted((Path(line.split(":")[0]).name, line.split(": ")[1].split()[0]) for line in result.stdout.splitlines())
+    assert found == [("bom.py", "TP006"), ("bom.py", "TP006"), ("renamed.py", "TP006")]
+
+
+def test_option_given_twice_uses_the_last(tmp_path: Path) -> None:
+    script = tmp_path / "t.py"
+    script.write_text("x = 1\n")
+    result = flake8("--select", "TP", "--tp-target-gpu", "a100-90gb", "--tp-target-gpu", "t4", str(script))
+    assert result.returncode == 0 and result.stderr == ""
