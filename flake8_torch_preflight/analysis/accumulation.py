@@ -48,9 +48,6 @@ GRAD_RESCALE_METHODS = frozenset({"div_", "mul_"})
 #: torch functions that rescale a list of gradients in place.
 FOREACH_RESCALES = frozenset({"_foreach_div_", "_foreach_mul_"})
 
-#: Methods whose call hands over a model's gradients (``training.scale_grads_(model.parameters(), 1 / n)``).
-PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
-
 #: How many helper levels of the file are searched for a step, zero_grad or backward.
 HELPER_DEPTH = 2
 
@@ -354,7 +351,7 @@ def rescales_gradients(scope: nodes.NodeNG) -> bool:
             return True
         if _quotient_argument(call):
             if owners is None:
-                owners = _parameter_owners(scope.root())
+                owners = gradients.parameter_owners(scope.root())
             if _opaque_gradient_scaling(call, owners):
                 return True
     for aug in scope.nodes_of_class(nodes.AugAssign):
@@ -380,22 +377,12 @@ def _opaque_gradient_scaling(call: nodes.Call, owners: Set[str]) -> bool:
         return False  # resolved: a torch function, or a helper of the file whose body is searched
     args = list(call.args) + [kw.value for kw in call.keywords or ()]
     for arg in args:
-        if isinstance(arg, nodes.Call) and infer.method_name(arg) in PARAMETER_METHODS:
+        if isinstance(arg, nodes.Call) and infer.method_name(arg) in gradients.PARAMETER_METHODS:
             return True
         if isinstance(arg, (nodes.Name, nodes.Attribute)):
             if dataflow.binding_text(arg) in owners or infer.is_instance_of(arg, MODULE_BASES):
                 return True
     return False
-
-
-def _parameter_owners(module: nodes.Module) -> Set[str]:
-    """Texts of every receiver of ``.parameters()`` / ``.named_parameters()`` in the file: the models
-    whose gradients are trained (``self._model`` for ``self._model.parameters()``)."""
-    owners: Set[str] = set()
-    for call in module.nodes_of_class(nodes.Call):
-        if infer.method_name(call) in PARAMETER_METHODS:
-            owners.add(dataflow.binding_text(call.func.expr))  # type: ignore[union-attr]
-    return owners
 
 
 def _is_grad(expr: nodes.NodeNG) -> bool:

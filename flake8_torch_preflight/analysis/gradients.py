@@ -123,6 +123,21 @@ def stepped_optimizer(call: nodes.NodeNG) -> Optional[nodes.NodeNG]:
     return receiver if is_optimizer(receiver) else None
 
 
+#: Methods whose call hands over a model's parameters (``AdamW(model.parameters())``).
+PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
+
+
+def parameter_owners(module: nodes.Module) -> "set[str]":
+    """Texts of every receiver of ``.parameters()`` / ``.named_parameters()`` in the file: the models
+    whose parameters are optimised or whose gradients are handled (``self._model`` for
+    ``self._model.parameters()``)."""
+    owners: "set[str]" = set()
+    for call in module.nodes_of_class(nodes.Call):
+        if isinstance(call.func, nodes.Attribute) and call.func.attrname in PARAMETER_METHODS:
+            owners.add(dataflow.binding_text(call.func.expr))
+    return owners
+
+
 def is_zero_grad(call: nodes.NodeNG) -> bool:
     """``optimizer.zero_grad()`` / ``model.zero_grad()``."""
     return isinstance(call, nodes.Call) and infer.method_name(call) == "zero_grad"

@@ -173,20 +173,38 @@ def _flow(
                 _flow(site, depth - 1, uses, seen, via, deep)
 
 
-def called_objects(loop: "loops.Loop") -> Set[str]:
-    """Texts of the objects one iteration of ``loop`` calls (``model`` for ``model(x)``,
-    ``self.model`` for ``self.model(x)``, ``criterion``): callees that do not resolve to a function,
-    a class or a bound method (an instance, or an object that cannot be resolved).  A loop over
-    held-out batches that calls an object a training loop calls evaluates the trained model."""
+def used_models(loop: "loops.Loop") -> Set[str]:
+    """Texts of the models one iteration of ``loop`` uses in its calls (helpers of the file
+    included): ``model`` in ``model(x)``, ``model.generate(**batch)`` or
+    ``accelerator.unwrap_model(model).generate(...)``; ``self.model`` in ``self.model(x)``.  A model
+    is a name or ``self``/name attribute on which the file calls ``.parameters()`` (it optimises or
+    handles its parameters).  A loop over held-out batches that uses a model a training loop uses
+    evaluates the trained model."""
+    owners = gradients.parameter_owners(loop.root())
     found: Set[str] = set()
+    if not owners:
+        return found
     for call in loops.loop_calls(loop):
-        func = call.func
-        if not isinstance(func, (nodes.Name, nodes.Attribute)):
+        parts: List[nodes.NodeNG] = [call.func] + list(call.args) + [kw.value for kw in call.keywords or ()]
+        for part in parts:
+            for node in _references(part):
+                text = dataflow.binding_text(node)
+                if text in owners:
+                    found.add(text)
+    return found
+
+
+def _references(expr: nodes.NodeNG) -> List[nodes.NodeNG]:
+    """Names and ``name.attr`` references inside ``expr`` (not entering lambdas or comprehensions)."""
+    found: List[nodes.NodeNG] = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, nodes.Name) or (isinstance(node, nodes.Attribute) and isinstance(node.expr, nodes.Name)):
+            found.append(node)
+        if isinstance(node, (nodes.Lambda, nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)):
             continue
-        value = infer.safe_infer(func)
-        if value is not None and not (isinstance(value, Instance) and not isinstance(value, BoundMethod)):
-            continue  # a function, a class, a method: not a model object
-        found.add(dataflow.binding_text(func))
+        stack.extend(node.get_children())
     return found
 
 

@@ -21,9 +21,10 @@ Transformer shape fields (``null`` where a field does not apply):
 
 ``layers``, ``hidden``, ``heads``, ``kv_heads`` (null = ``heads``), ``head_dim``
 (null = ``hidden // heads``), ``ffn`` (intermediate size; per expert when
-``experts`` > 0), ``ffn_kind`` (gelu, relu, swiglu, geglu; the gated kinds have
-three matrices), ``vocab``, ``max_positions``, ``position`` (learned, rope,
-relative, alibi, sinusoidal), ``tied_embeddings``, ``dropout``, ``norm``
+``experts`` > 0), ``ffn_kind`` (gelu, gelu_new, relu, swiglu, geglu; the gated
+kinds have three matrices; ``gelu_new`` is the tanh approximation that GPT-2 and
+Phi-2 compute with Python ops, which keeps more for backward), ``vocab``,
+``max_positions``, ``position`` (learned, rope, relative, alibi, sinusoidal), ``tied_embeddings``, ``dropout``, ``norm``
 (layernorm: weight and bias; rmsnorm: weight only), ``bias`` (all linear layers),
 ``experts``, ``experts_per_token``; for encoder-decoders ``encoder_layers`` and
 ``decoder_layers`` (``layers`` is then null); for vision transformers
@@ -48,8 +49,29 @@ sinusoidal encoder table, stored in the checkpoint), ``cls_token`` (true) and
 ``projection_dim``), ``vision`` (a vision tower for multimodal decoders, with a
 ``vision_hidden x hidden`` projector plus ``projector_norm``).
 
+Optional fields that only the activation model reads (how the Hugging Face
+implementation computes, checked against transformers 5.24 and, where
+tests/calibration measured the family, against its fixture):
+``attention_dropout`` (= ``dropout``; dropout on the attention probabilities, false
+for OPT, whose configs set 0.0), ``attention_output_dropout`` (= ``dropout``;
+dropout after the attention output projection, false for DistilBERT),
+``softmax_fp32`` (false; eager attention computes the softmax in fp32 and casts
+back, ``softmax(..., dtype=torch.float32)``: Llama, Mistral, Qwen, Gemma, Phi, OPT,
+GPT-NeoX, ViT, CLIP), ``qkv_fused`` (false; one projection computes q, k and v,
+so autocast casts its input once: GPT-2's c_attn, GPT-NeoX's and Falcon's
+query_key_value, Phi-3's qkv_proj), ``qkv_views_pinned`` (false; GPT-2: q, k, v
+are views of c_attn's output, and under SDPA the kernel keeps the query view
+beside the KV cache's copies of K and V), ``ffn_dropout`` (false; dropout between
+the activation and the second linear: T5), ``rmsnorm_upcast`` (``input``: the norm
+casts its input to fp32 first, as LlamaRMSNorm; ``variance``: only the variance is
+computed in fp32, as T5LayerNorm).
+
 CNN shape fields: ``family``, ``image_size``, ``num_classes``,
-``activation_elements_per_sample`` (null until measured) and, where
+``activation_elements_per_sample`` (what one sample keeps for backward at
+``image_size``, fp32 bytes / 4; null until measured), optionally
+``activation_bytes_per_element`` (``amp`` and ``bf16``: measured bytes per such
+element, above 2 because max-pool indices stay int64 and batch norm keeps fp32
+statistics; fp16 is priced as bf16) and, where
 ``count_params`` can use them, family fields: resnet (``block``, ``depths``,
 ``widths``, ``groups``, ``width_per_group``, ``stem_width``), vgg (``config``,
 ``batch_norm``, ``classifier``), convnext (``depths``, ``widths``), densenet
@@ -332,7 +354,7 @@ def _mlp(shape: Mapping[str, Any]) -> int:
     kind = shape["ffn_kind"]
     if kind in ("swiglu", "geglu"):
         return 3 * hidden * ffn + ((2 * ffn + hidden) if mlp_bias else 0)
-    if kind in ("gelu", "relu"):
+    if kind in ("gelu", "gelu_new", "relu"):
         return 2 * hidden * ffn + ((ffn + hidden) if mlp_bias else 0)
     raise ValueError(f"unknown ffn_kind {kind!r}")
 

@@ -97,6 +97,8 @@ FP32_BYTES = 4
 #: PUBLISHED IEEE 754 binary16 / bfloat16: torch.float16 and torch.bfloat16 are 2 bytes.
 HALF_BYTES = 2
 #: PUBLISHED torch.bool is 1 byte per element; dropout keeps its mask as bool.
+#: MEASURED tests/calibration/cpu_vs_cuda.json (CUDA's fused native_dropout keeps a bool mask;
+#: the CPU path would keep float noise, which is why every fixture is measured on CUDA paths).
 MASK_BYTES = 1
 
 #: PUBLISHED torch.nn.Module.half()/.to(bfloat16) casts the parameters; amp (torch.autocast)
@@ -104,38 +106,68 @@ MASK_BYTES = 1
 WEIGHT_BYTES_BY_PRECISION: Dict[str, int] = {"fp32": 4, "amp": 4, "fp16": 2, "bf16": 2}
 
 #: PUBLISHED PyTorch AMP op reference ("Autocast Op Reference", CUDA): matmul/linear/addmm/bmm/
-#: conv autocast to float16; softmax, log_softmax, layer_norm to float32. So under amp the
+#: conv autocast to float16; softmax, log_softmax, layer_norm, pow to float32. So under amp the
 #: residual stream (fp32 embeddings, fp32 norms) and softmax outputs stay 4 bytes while inputs
-#: saved by matmuls are 2. Bytes per element, by tensor class.
+#: saved by matmuls are 2. Bytes per element, by tensor class: ``stream`` (the residual stream),
+#: ``matmul`` (what linear/matmul/conv save), ``softmax`` (outputs of the ops autocast runs in
+#: fp32: softmax, pow), ``mask`` (a dropout mask). ``fp16`` is 16-bit weights without autocast,
+#: priced like ``bf16`` (same element sizes).
+#: MEASURED tests/calibration/activations_gpt2.json (eager/amp/lm bssa 7 = fp32 softmax 4 + bool
+#: mask 1 + fp16 dropout output 2; breakdown.json gpt2 eager/amp: ln_1 float32, mlp.act float32).
 ACTIVATION_BYTES: Dict[str, Dict[str, int]] = {
-    "fp32": {"stream": 4, "matmul": 4, "softmax": 4},
-    "amp": {"stream": 4, "matmul": 2, "softmax": 4},
-    "fp16": {"stream": 2, "matmul": 2, "softmax": 2},
-    "bf16": {"stream": 2, "matmul": 2, "softmax": 2},
+    "fp32": {"stream": 4, "matmul": 4, "softmax": 4, "mask": MASK_BYTES},
+    "amp": {"stream": 4, "matmul": 2, "softmax": 4, "mask": MASK_BYTES},
+    "fp16": {"stream": 2, "matmul": 2, "softmax": 2, "mask": MASK_BYTES},
+    "bf16": {"stream": 2, "matmul": 2, "softmax": 2, "mask": MASK_BYTES},
 }
 
-#: PUBLISHED Korthikanti et al. 2022 (arXiv:2205.05198) §4.1, attention block "11sbh" minus
-#: the norm: per token per layer, in elements of the width in the key name (hidden h,
-#: attention width heads·head_dim, kv width kv_heads·head_dim); dropout mask in bool.
-#: Eager K/V are expanded to all heads by repeat_kv before the matmul that saves them.
-#: The fused keys are PUBLISHED Dao et al. 2022 (arXiv:2205.14135) Alg. 2 / Dao 2023
-#: (arXiv:2307.08691): the kernel keeps Q, K, V (GQA at kv width), its output O and the
-#: per-row logsumexp (fp32), and no s x s matrix.
+#: Per token per layer, in elements of the width in the key name (hidden h, attention width
+#: heads·head_dim, kv width kv_heads·head_dim), at the matmul class; the dropout mask in bool.
+#: PUBLISHED Korthikanti et al. 2022 (arXiv:2205.05198) §4.1, attention block "11sbh" minus the
+#: norm: QKV input, Q, K, V, output-projection input, residual dropout mask. Eager K/V are
+#: expanded to all heads by repeat_kv before the matmul that saves them. Dao et al. 2022
+#: (arXiv:2205.14135) Alg. 2 / Dao 2023 (arXiv:2307.08691): a fused kernel keeps Q, K, V (GQA at
+#: kv width) and a per-row fp32 logsumexp, and no s x s matrix.
+#: MEASURED tests/calibration/activations_{bert,roberta,opt,llama,llama-gqa,qwen2,vit}.json: with
+#: these values every per-layer fit (eager and sdpa, fp32/amp/bf16) is reproduced exactly.
+#: * fused_output_per_attention_width 0 (Korthikanti/Dao: 1): the kernel's output and the output
+#:   projection's input are one storage (transpose + reshape is a view): activations_bert.json
+#:   sdpa/fp32/cls bsh 34 = eager/fp32/cls bsh 34; breakdown.json keeps nothing under o_proj /
+#:   attention.output.dense with sdpa.
+#: * qkv_input_autocast_per_hidden 3: under amp the q, k and v nn.Linears each cast the fp32
+#:   normed input (autocast's cache holds only leaf weights): activations_bert.json eager/amp/cls
+#:   bsh 26 (22 with one cast); a fused qkv projection (catalogue ``qkv_fused``, GPT-2's c_attn)
+#:   casts once: activations_gpt2.json eager/amp/lm bsh 22. Without autocast q, k, v share one
+#:   input (qkv_input_per_hidden 1, every fp32/bf16 fit).
+#: * fused_logsumexp_fp32_per_head 1: every sdpa fit has bsa 4.
+#: * pinned_qkv_kv_copies_per_kv_width 2: GPT-2 under sdpa (catalogue ``qkv_views_pinned``): the
+#:   kernel keeps its query as a view of c_attn's output, which pins all of q, k, v, and K and V as
+#:   the copies the DynamicCache makes (torch.cat), two more kv-wide tensors:
+#:   activations_gpt2.json sdpa bsh 42/26/22 vs eager 34/22/18 (fp32/amp/bf16).
 ATTENTION_SAVED_ELEMENTS: Dict[str, float] = {
     "qkv_input_per_hidden": 1.0,
+    "qkv_input_autocast_per_hidden": 3.0,
     "query_per_attention_width": 1.0,
     "key_value_eager_per_attention_width": 2.0,
     "key_value_fused_per_kv_width": 2.0,
-    "fused_output_per_attention_width": 1.0,
+    "fused_output_per_attention_width": 0.0,
     "fused_logsumexp_fp32_per_head": 1.0,
     "output_projection_input_per_attention_width": 1.0,
     "residual_dropout_mask_per_hidden": 1.0,
+    "pinned_qkv_kv_copies_per_kv_width": 2.0,
 }
 
 #: PUBLISHED Korthikanti et al. 2022 §4.1, the "5as²b" of eager attention: per token, per head,
 #: per key: softmax output (softmax class), dropout mask (bool) and dropout output (matmul
-#: class) with dropout; without dropout the softmax output feeds attention-over-values itself,
-#: unless autocast keeps it fp32, when the 16-bit copy made for the matmul is kept too.
+#: class) with attention dropout; without it the softmax output feeds attention-over-values
+#: itself, unless it is wider than the matmul class, when the 16-bit copy made for the matmul is
+#: kept too.
+#: MEASURED tests/calibration/activations_*.json eager per_layer bssa: with attention dropout
+#: (catalogue ``attention_dropout``, default ``dropout``) 9/7/5 B (fp32/amp/bf16: GPT-2, BERT,
+#: RoBERTa, DistilBERT, T5); without it 4/6 B in fp32/amp (OPT: attention_dropout 0.0; Llama,
+#: Qwen2, ViT); models whose eager attention upcasts the softmax (catalogue ``softmax_fp32``:
+#: ``softmax(..., dtype=torch.float32).to(dtype)``) keep an fp32 softmax and a 16-bit copy in
+#: bf16 too: 6 B (activations_{llama,qwen2,opt,vit}.json eager/bf16 bssa 6).
 ATTENTION_SCORE_ELEMENTS: Dict[str, float] = {
     "softmax_output": 1.0,
     "dropout_mask": 1.0,
@@ -143,29 +175,84 @@ ATTENTION_SCORE_ELEMENTS: Dict[str, float] = {
     "cast_for_values": 1.0,
 }
 
-#: PUBLISHED Korthikanti et al. 2022 §4.1 MLP "19sbh" (input 2sbh, GELU input 8sbh, GELU
-#: output 8sbh, dropout mask sbh), generalised per FFN kind: per token per layer, elements per
-#: FFN width (matmul class). ReLU backward uses its output, which is the next input (1);
-#: gated kinds keep gate output, activation output, up output and their product (4) -
-#: ASSUMED from the autograd formulas of silu/gelu and mul.
-MLP_SAVED_ELEMENTS_PER_FFN: Dict[str, float] = {"gelu": 2.0, "relu": 1.0, "swiglu": 4.0, "geglu": 4.0}
+#: MEASURED tests/calibration/activations_t5.json (sdpa per_layer ssa 4 B in fp32, 2 B in amp and
+#: bf16; the decoder also ss 1 B): T5's relative position bias (catalogue relative_kind "t5")
+#: reaches sdpa as an explicit float mask, so the memory-efficient kernel keeps, per layer and
+#: self-attention block, an (a, s, s) bias at the matmul class without a batch dimension, and a
+#: causal stack a bool (s, s) mask as well. Elements per head per query per key, and per query
+#: per key.
+POSITION_BIAS_FUSED_ELEMENTS: Dict[str, float] = {"bias_per_head": 1.0, "causal_mask": 1.0}
+
+#: Per token per layer, elements per FFN width by tensor class, the second linear's input
+#: included. PUBLISHED Korthikanti et al. 2022 §4.1 MLP "19sbh" (GELU input 8sbh, GELU output
+#: 8sbh): gelu 2; ReLU backward uses its output, which is the next input: 1; gated kinds keep
+#: gate output, activation output, up output and their product: 4.
+#: MEASURED tests/calibration/activations_bert.json (bsf 8/4/4 fp32/amp/bf16: gelu 2),
+#: activations_opt.json (bsf 4/2/2: relu 1), activations_llama.json (bsf 16/8/8: swiglu 4);
+#: geglu ASSUMED as swiglu (not measured). gelu_new, GPT-2's tanh approximation
+#: (NewGELUActivation, Python ops; Phi-2 names the same module): activations_gpt2.json bsf
+#: 20/16/10: input, tanh output, 0.5·x, 1 + tanh and their product; under amp pow runs in fp32,
+#: so three are fp32 (softmax class) and two 16-bit (breakdown.json gpt2 eager/amp mlp.act).
+MLP_SAVED_ELEMENTS_PER_FFN: Dict[str, Dict[str, float]] = {
+    "gelu": {"matmul": 2.0},
+    "relu": {"matmul": 1.0},
+    "swiglu": {"matmul": 4.0},
+    "geglu": {"matmul": 4.0},
+    "gelu_new": {"softmax": 3.0, "matmul": 2.0},
+}
+#: Dropout between the activation and the second linear (catalogue ``ffn_dropout``: T5's
+#: DenseReluDense / DenseGatedActDense), elements per FFN width added to the kind's.
+#: MEASURED tests/calibration/activations_t5.json (bsf 9/5/5 = relu output + bool mask +
+#: dropout output, which the second linear keeps). Other kinds ASSUMED from the autograd
+#: formulas: the dropout output replaces the activation output as the second linear's input, so
+#: only the mask is added.
+MLP_INNER_DROPOUT_ELEMENTS_PER_FFN: Dict[str, Dict[str, float]] = {
+    "relu": {"matmul": 1.0, "mask": 1.0},
+    "gelu": {"mask": 1.0},
+    "gelu_new": {"mask": 1.0},
+    "swiglu": {"mask": 1.0},
+    "geglu": {"mask": 1.0},
+}
 #: PUBLISHED Korthikanti et al. 2022 §4.1: the first linear keeps its input (sbh elements).
+#: MEASURED tests/calibration/activations_bert.json (eager/fp32/cls bsh 34: one input).
 MLP_INPUT_ELEMENTS_PER_HIDDEN = 1.0
+#: MEASURED tests/calibration/activations_llama.json (eager/amp/lm bsh 34; 32 with one cast):
+#: under amp gate_proj and up_proj each cast the fp32 normed input, two 16-bit copies.
+MLP_INPUT_AUTOCAST_GATED_ELEMENTS_PER_HIDDEN = 2.0
 #: PUBLISHED Korthikanti et al. 2022 §4.1: MLP dropout mask, sbh bools.
+#: MEASURED tests/calibration/breakdown.json (gpt2 mlp.dropout bool, 1 B per hidden).
 MLP_DROPOUT_MASK_PER_HIDDEN = 1.0
-#: PUBLISHED Korthikanti et al. 2022 §4.1: each layer norm keeps its input (stream class), per
-#: norm kind of the catalogue.
-NORM_SAVED_ELEMENTS_PER_HIDDEN: Dict[str, float] = {"layernorm": 1.0, "rmsnorm": 1.0}
+#: Bytes per hidden element that each norm keeps, by precision (the norm's own statistics are
+#: below). PUBLISHED Korthikanti et al. 2022 §4.1: a layer norm keeps its input (stream class).
+#: MEASURED layernorm 4/4/2 B: activations_bert.json (breakdown.json ln_1 float32 4 B·h,
+#: bfloat16 2 B·h). rmsnorm as transformers' LlamaRMSNorm writes it (input cast to fp32,
+#: normalised in fp32, cast back before the weight) keeps the fp32 input and the normalised
+#: copy: 8 B in fp32 and amp, 4 + 2 B in bf16: activations_llama.json per_layer bsh 40/34/24.
+#: rmsnorm_variance_upcast (catalogue ``rmsnorm_upcast: "variance"``, T5LayerNorm: only the
+#: variance in fp32) keeps an fp32 copy, the 16-bit input and the normalised output: 8 B in
+#: every precision: activations_t5.json per_layer bsh 42/34/30. fp16 is priced as bf16.
+NORM_SAVED_BYTES_PER_HIDDEN: Dict[str, Dict[str, int]] = {
+    "layernorm": {"fp32": 4, "amp": 4, "fp16": 2, "bf16": 2},
+    "rmsnorm": {"fp32": 8, "amp": 8, "fp16": 6, "bf16": 6},
+    "rmsnorm_variance_upcast": {"fp32": 8, "amp": 8, "fp16": 8, "bf16": 8},
+}
 #: PUBLISHED aten native_layer_norm saves mean and rstd (fp32, one each per token); RMSNorm as
 #: written in transformers keeps one fp32 rsqrt per token. fp32 values per token per norm.
+#: MEASURED tests/calibration/activations_bert.json (per_layer bs 16: two LayerNorms x 8 B),
+#: activations_llama.json (bs 8: two RMSNorms x 4 B), activations_t5.json (bs 8 encoder, 12 decoder).
 NORM_STATISTICS_FP32_PER_TOKEN: Dict[str, float] = {"layernorm": 2.0, "rmsnorm": 1.0}
 
-#: ASSUMED transformers' causal-LM loss (ForCausalLMLoss), copies of batch·seq·vocab: the
-#: head's output in the matmul dtype (alive through ``outputs.logits``, not saved), an fp32
-#: upcast (``logits.float()``, absent when already fp32; live while the loss is computed, at the
-#: end of the forward, where the peak is) and the fp32 log_softmax output that cross_entropy
-#: saves for backward. Only the last is autograd-saved; the first two are counted because they
-#: are live at the peak (tests/calibration measures saved tensors: its bsV is the last one).
+#: MEASURED tests/calibration/activations_{gpt2,opt,llama,llama-gqa,qwen2}.json (non_layer bsV
+#: plus loss_transient_bytes, every precision): transformers' causal-LM loss (ForCausalLMLoss),
+#: copies of batch·seq·vocab: the head's output in the matmul dtype (alive through
+#: ``outputs.logits``, not saved), an fp32 upcast (``logits.float()``, absent when already fp32;
+#: live while the loss is computed, at the end of the forward, where the peak is) and the fp32
+#: log_softmax output that cross_entropy saves for backward. Only the last is autograd-saved
+#: (the fixtures' bsV 4); the first two are the loss-time transient, counted because they are
+#: live at the peak. Encoder-decoders call CrossEntropyLoss on the head output without the
+#: upcast, so "log_softmax_fp32" is then in the head's dtype and the fp32 copy exists only under
+#: amp, where autocast casts the log_softmax output for nll_loss (kept): activations_t5.json
+#: non_layer bsV 4/6/2 (fp32/amp/bf16) = log_softmax 4/2/2 + the amp copy 4.
 LOGITS_COPIES: Dict[str, float] = {"head_output": 1.0, "fp32_upcast": 1.0, "log_softmax_fp32": 1.0}
 
 #: PUBLISHED Korthikanti et al. 2022 §5 (full recomputation keeps 2sbhL bytes): with
@@ -191,11 +278,20 @@ GENERATION_LOGITS_POSITIONS_COUNT = 1
 #: ASSUMED DynamicCache grows by torch.cat, briefly holding an old and a new copy of one layer.
 KV_CACHE_GROWTH_EXTRA_LAYERS_COUNT = 1
 
-#: ASSUMED until tests/calibration/*.json measures them: the transformer coefficients above are
-#: Megatron's; Hugging Face implementations keep somewhat more (RMSNorm's fp32 upcasts, masks).
-ACTIVATIONS_LOW_FRACTION = 0.8
-ACTIVATIONS_HIGH_FRACTION = 1.5
-#: ASSUMED per-sample CNN figures are single measurements at one resolution.
+#: MEASURED tests/calibration/activations_*.json real_validation (120 points, 10 families,
+#: eager/sdpa x fp32/amp/bf16): the point sits at 0.988-1.001 of the measured saved bytes +
+#: loss-time transient (4 T5 amp points at 0.83-0.90 because the fixture counts a loss cast twice;
+#: see tests/calibration/README.md), so the measured spread alone would allow 0.99-1.02.
+#: ASSUMED margin beyond it: what the fake-tensor measurement cannot see or did not cover -
+#: backward's transients (one layer's activation gradients, live while its saved tensors are),
+#: and architecture details of unmeasured families that keep more (per-head q/k norms of Qwen3
+#: and Gemma 3, Gemma's fp32 norm weights and Gemma 2's logit soft-capping, MoE routing: up to
+#: about +20%) or less (dropout rates that the catalogue's flags get wrong: about -10%).
+ACTIVATIONS_LOW_FRACTION = 0.9
+ACTIVATIONS_HIGH_FRACTION = 1.25
+#: ASSUMED the per-sample CNN figures are MEASURED (tests/calibration/activations_cnn.json: exact
+#: at 224 px, linear in the batch, (image/224)^2 within 1.3% from 160 to 320 px) for torchvision's
+#: own modules; the interval covers re-implementations (timm, Hugging Face) and backward transients.
 CNN_ACTIVATIONS_LOW_FRACTION = 0.7
 CNN_ACTIVATIONS_HIGH_FRACTION = 1.5
 
@@ -431,7 +527,15 @@ def _int(shape: Mapping[str, Any], key: str) -> Optional[int]:
 
 @dataclass(frozen=True)
 class _Stack:
-    """The widths of one transformer stack (what the activation terms are priced in)."""
+    """The widths and traits of one transformer stack (what the activation terms are priced in).
+
+    Traits come from the catalogue shape (documented in ``catalogue.py``): ``dropout`` (residual
+    and embedding dropout), ``attention_dropout`` (on the attention probabilities) and
+    ``attention_output_dropout`` (after the output projection; both default to ``dropout``),
+    ``softmax_fp32`` (eager softmax upcast to fp32), ``qkv_fused`` (one q/k/v
+    projection), ``qkv_views_pinned`` (GPT-2's sdpa path), ``ffn_dropout`` (dropout inside the
+    FFN), ``norm_kind`` (a key of ``NORM_SAVED_BYTES_PER_HIDDEN``) and ``t5_position_bias``.
+    """
 
     layers: int
     hidden: int
@@ -445,6 +549,14 @@ class _Stack:
     experts: int
     norms_per_layer: int
     norm: str
+    norm_kind: str = "layernorm"
+    attention_dropout: bool = False
+    attention_output_dropout: bool = False
+    softmax_fp32: bool = False
+    qkv_fused: bool = False
+    qkv_views_pinned: bool = False
+    ffn_dropout: bool = False
+    t5_position_bias: bool = False
 
     @property
     def attention_width(self) -> int:
@@ -465,6 +577,11 @@ def _stack(shape: Mapping[str, Any], layers_key: str = "layers") -> Optional[_St
     head_dim = _int(shape, "head_dim") or hidden // heads
     experts = _int(shape, "experts") or 0
     per_token = _int(shape, "experts_per_token") or 1
+    dropout = bool(shape.get("dropout", False))
+    norm = "rmsnorm" if shape.get("norm") == "rmsnorm" else "layernorm"
+    norm_kind = norm
+    if norm == "rmsnorm" and shape.get("rmsnorm_upcast") == "variance":
+        norm_kind = "rmsnorm_variance_upcast"
     return _Stack(
         layers=layers,
         hidden=hidden,
@@ -473,89 +590,157 @@ def _stack(shape: Mapping[str, Any], layers_key: str = "layers") -> Optional[_St
         head_dim=head_dim,
         ffn=ffn,
         ffn_kind=str(kind),
-        dropout=bool(shape.get("dropout", False)),
+        dropout=dropout,
         experts_per_token=per_token if experts > 0 else 1,
         experts=experts,
         norms_per_layer=_int(shape, "norms_per_layer") or 2,
-        norm="rmsnorm" if shape.get("norm") == "rmsnorm" else "layernorm",
+        norm=norm,
+        norm_kind=norm_kind,
+        attention_dropout=bool(shape.get("attention_dropout", dropout)),
+        attention_output_dropout=bool(shape.get("attention_output_dropout", dropout)),
+        softmax_fp32=bool(shape.get("softmax_fp32", False)),
+        qkv_fused=bool(shape.get("qkv_fused", False)),
+        qkv_views_pinned=bool(shape.get("qkv_views_pinned", False)),
+        ffn_dropout=bool(shape.get("ffn_dropout", False)),
+        t5_position_bias=shape.get("relative_kind") == "t5",
     )
 
 
 # =============================================================================== activations
 
 
+def _uses_fused_kernel(st: _Stack, precision: str, flash: bool) -> bool:
+    """Whether SDPA runs a fused kernel (flash or memory-efficient) for this stack.
+
+    With fp32 and grouped-query attention it does not: flash takes only fp16/bf16 and the
+    memory-efficient kernel no GQA, so CUDA runs the math kernel, which keeps K/V expanded and
+    the s x s scores like eager attention (tests/calibration/activations_llama-gqa.json
+    sdpa/fp32/lm: the eager fit, bssa 4).
+    """
+    return flash and not (precision == "fp32" and st.kv_heads < st.heads)
+
+
+def _qkv_input_elements(st: _Stack, precision: str) -> float:
+    """Copies of the normed input that the q, k, v projections keep (one cast each under amp)."""
+    c = ATTENTION_SAVED_ELEMENTS
+    if precision == "amp" and not st.qkv_fused:
+        return c["qkv_input_autocast_per_hidden"]
+    return c["qkv_input_per_hidden"]
+
+
 def _attention_bytes_per_token(
-    st: _Stack, dt: Mapping[str, int], flash: bool, keys: int, self_attention: bool = True
+    st: _Stack, precision: str, fused: bool, keys: int, self_attention: bool = True
 ) -> float:
     """Bytes one attention block keeps per query token (``keys`` = key length, eager scores).
 
     For cross-attention (``self_attention=False``) K and V live on the encoder side and are
-    priced by ``_cross_kv_bytes_per_encoder_token``.
+    priced by ``_cross_kv_bytes_per_encoder_token``; only the query projection's input is here.
     """
     c = ATTENTION_SAVED_ELEMENTS
-    total = c["qkv_input_per_hidden"] * st.hidden * dt["matmul"]
+    dt = ACTIVATION_BYTES[precision]
+    inputs = _qkv_input_elements(st, precision) if self_attention else c["qkv_input_per_hidden"]
+    total = inputs * st.hidden * dt["matmul"]
     total += c["query_per_attention_width"] * st.attention_width * dt["matmul"]
     total += c["output_projection_input_per_attention_width"] * st.attention_width * dt["matmul"]
-    if st.dropout:
-        total += c["residual_dropout_mask_per_hidden"] * st.hidden * MASK_BYTES
-    if flash:
+    if st.attention_output_dropout:
+        total += c["residual_dropout_mask_per_hidden"] * st.hidden * dt["mask"]
+    if fused:
         total += c["fused_output_per_attention_width"] * st.attention_width * dt["matmul"]
         total += c["fused_logsumexp_fp32_per_head"] * st.heads * FP32_BYTES
         if self_attention:
             total += c["key_value_fused_per_kv_width"] * st.kv_width * dt["matmul"]
+            if st.qkv_views_pinned:
+                total += c["pinned_qkv_kv_copies_per_kv_width"] * st.kv_width * dt["matmul"]
     else:
         if self_attention:
             total += c["key_value_eager_per_attention_width"] * st.attention_width * dt["matmul"]
-        total += st.heads * keys * _score_bytes_per_element(st.dropout, dt)
+        total += st.heads * keys * _score_bytes_per_element(st, dt)
     return total
 
 
-def _cross_kv_bytes_per_encoder_token(st: _Stack, dt: Mapping[str, int], flash: bool) -> float:
+def _cross_kv_bytes_per_encoder_token(st: _Stack, precision: str, fused: bool) -> float:
+    """K and V of one cross-attention block, per encoder token; under amp also the casts of the
+    encoder output that the k and v projections keep (the fp32/bf16 encoder output itself is
+    shared by every layer and priced once, as ``encoder_output``)."""
     c = ATTENTION_SAVED_ELEMENTS
-    if flash:
-        return c["key_value_fused_per_kv_width"] * st.kv_width * dt["matmul"]
-    return c["key_value_eager_per_attention_width"] * st.attention_width * dt["matmul"]
+    dt = ACTIVATION_BYTES[precision]
+    casts = _qkv_input_elements(st, precision) - c["qkv_input_per_hidden"]
+    total = casts * st.hidden * dt["matmul"]
+    if fused:
+        return total + c["key_value_fused_per_kv_width"] * st.kv_width * dt["matmul"]
+    return total + c["key_value_eager_per_attention_width"] * st.attention_width * dt["matmul"]
 
 
-def _score_bytes_per_element(dropout: bool, dt: Mapping[str, int]) -> float:
+def _score_bytes_per_element(st: _Stack, dt: Mapping[str, int]) -> float:
     c = ATTENTION_SCORE_ELEMENTS
-    total = c["softmax_output"] * dt["softmax"]
-    if dropout:
-        total += c["dropout_mask"] * MASK_BYTES + c["dropout_output"] * dt["matmul"]
-    elif dt["softmax"] != dt["matmul"]:
+    softmax = FP32_BYTES if st.softmax_fp32 else dt["softmax"]
+    total = c["softmax_output"] * softmax
+    if st.attention_dropout:
+        total += c["dropout_mask"] * dt["mask"] + c["dropout_output"] * dt["matmul"]
+    elif softmax != dt["matmul"]:
         total += c["cast_for_values"] * dt["matmul"]
     return total
 
 
-def _mlp_bytes_per_token(st: _Stack, dt: Mapping[str, int]) -> float:
-    inputs = MLP_INPUT_ELEMENTS_PER_HIDDEN * st.hidden * dt["matmul"]
+def _position_bias_bytes(st: _Stack, precision: str, fused: bool, queries: int, keys: int, causal: bool) -> float:
+    """Per layer, batch-independent: T5's position bias handed to a fused kernel as a mask."""
+    if not (fused and st.t5_position_bias):
+        return 0.0
+    c = POSITION_BIAS_FUSED_ELEMENTS
+    total = c["bias_per_head"] * st.heads * queries * keys * ACTIVATION_BYTES[precision]["matmul"]
+    if causal:
+        total += c["causal_mask"] * queries * keys * ACTIVATION_BYTES[precision]["mask"]
+    return total
+
+
+def _classes_bytes(elements: Mapping[str, float], dt: Mapping[str, int]) -> float:
+    return sum(count * dt[cls] for cls, count in elements.items())
+
+
+def _mlp_bytes_per_token(st: _Stack, precision: str) -> float:
+    dt = ACTIVATION_BYTES[precision]
+    gated = st.ffn_kind in ("swiglu", "geglu")
+    copies = MLP_INPUT_ELEMENTS_PER_HIDDEN
+    if precision == "amp" and gated:  # gate_proj and up_proj each cast the normed input
+        copies = MLP_INPUT_AUTOCAST_GATED_ELEMENTS_PER_HIDDEN
+    inputs = copies * st.hidden * dt["matmul"]
     if st.experts > 0:  # the router keeps the normed input, each chosen expert a gathered copy
         inputs *= 1 + st.experts_per_token
-    ffn = MLP_SAVED_ELEMENTS_PER_FFN[st.ffn_kind] * st.ffn * dt["matmul"] * st.experts_per_token
-    mask = MLP_DROPOUT_MASK_PER_HIDDEN * st.hidden * MASK_BYTES if st.dropout else 0.0
+    per_ffn = _classes_bytes(MLP_SAVED_ELEMENTS_PER_FFN[st.ffn_kind], dt)
+    if st.ffn_dropout:
+        per_ffn += _classes_bytes(MLP_INNER_DROPOUT_ELEMENTS_PER_FFN[st.ffn_kind], dt)
+    ffn = per_ffn * st.ffn * st.experts_per_token
+    mask = MLP_DROPOUT_MASK_PER_HIDDEN * st.hidden * dt["mask"] if st.dropout else 0.0
     return inputs + ffn + mask
 
 
-def _norms_bytes_per_token(st: _Stack, dt: Mapping[str, int], norms: int) -> float:
-    saved = NORM_SAVED_ELEMENTS_PER_HIDDEN[st.norm] * st.hidden * dt["stream"]
+def _norms_bytes_per_token(st: _Stack, precision: str, norms: int) -> float:
+    saved = NORM_SAVED_BYTES_PER_HIDDEN[st.norm_kind][precision] * st.hidden
     return norms * (saved + NORM_STATISTICS_FP32_PER_TOKEN[st.norm] * FP32_BYTES)
 
 
-def _layer_bytes_per_token(st: _Stack, dt: Mapping[str, int], flash: bool, keys: int) -> float:
+def _layer_bytes_per_token(st: _Stack, precision: str, fused: bool, keys: int) -> float:
     """One encoder/decoder self-attention layer (norms + attention + MLP), per token."""
     return (
-        _norms_bytes_per_token(st, dt, st.norms_per_layer)
-        + _attention_bytes_per_token(st, dt, flash, keys)
-        + _mlp_bytes_per_token(st, dt)
+        _norms_bytes_per_token(st, precision, st.norms_per_layer)
+        + _attention_bytes_per_token(st, precision, fused, keys)
+        + _mlp_bytes_per_token(st, precision)
     )
 
 
-def _logits_bytes_per_position(vocab: int, dt: Mapping[str, int], with_loss: bool) -> float:
+def _logits_bytes_per_position(vocab: int, dt: Mapping[str, int], with_loss: bool, upcast: bool = True) -> float:
+    """Bytes per LM position: the head output, and with the loss its fp32 copy and log_softmax.
+
+    ``upcast``: the loss calls ``logits.float()`` first (transformers' ForCausalLMLoss, every
+    decoder). Encoder-decoders (T5, BART, Whisper) call ``CrossEntropyLoss`` on the head output
+    itself: log_softmax runs in the head's dtype and keeps a 16-bit output, and under amp
+    autocast casts that output to fp32 for nll_loss, which keeps the copy.
+    """
     total = LOGITS_COPIES["head_output"] * vocab * dt["matmul"]
     if with_loss:
-        if dt["matmul"] != FP32_BYTES:
+        if (upcast or dt["softmax"] == FP32_BYTES) and dt["matmul"] != FP32_BYTES:
             total += LOGITS_COPIES["fp32_upcast"] * vocab * FP32_BYTES
-        total += LOGITS_COPIES["log_softmax_fp32"] * vocab * FP32_BYTES
+        total += LOGITS_COPIES["log_softmax_fp32"] * vocab * (FP32_BYTES if upcast else dt["matmul"])
     return total
 
 
@@ -571,11 +756,14 @@ class _Acts:
 
 
 def _stack_activations(
-    acts: _Acts, prefix: str, st: _Stack, dt: Mapping[str, int], run: RunSpec, batch: int, seq: int
+    acts: _Acts, prefix: str, st: _Stack, run: RunSpec, batch: int, seq: int, causal: bool = False
 ) -> float:
     """Add one self-attention stack; returns its per-layer bytes (for a recomputed layer)."""
+    dt = ACTIVATION_BYTES[run.precision]
+    fused = _uses_fused_kernel(st, run.precision, run.flash)
     tokens = batch * seq
-    layer = _layer_bytes_per_token(st, dt, run.flash, seq) * tokens
+    layer = _layer_bytes_per_token(st, run.precision, fused, seq) * tokens
+    layer += _position_bias_bytes(st, run.precision, fused, seq, seq, causal)
     if run.training and not run.checkpointing:
         acts.add(f"{prefix}layers", layer * st.layers)
     elif run.training:
@@ -584,7 +772,7 @@ def _stack_activations(
     else:
         acts.add(f"{prefix}stream", INFERENCE_STREAM_COPIES_COUNT * st.hidden * dt["stream"] * tokens)
     if st.dropout and run.training:
-        acts.add(f"{prefix}embedding_dropout_mask", st.hidden * MASK_BYTES * tokens)
+        acts.add(f"{prefix}embedding_dropout_mask", st.hidden * dt["mask"] * tokens)
     return layer
 
 
@@ -602,16 +790,25 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
             return None, "the catalogue shape lacks the widths or patch size"
         patches = (image // patch) ** 2 + (1 if shape.get("cls_token", True) else 0)
         channels = _int(shape, "channels") or 3
-        if run.training:
+        if run.training and run.precision == "amp":
+            # the patch convolution keeps the 16-bit cast of the pixels (the batch itself is the
+            # caller's input, not an activation: tests/calibration/activations_vit.json non_layer)
             acts.add("patch_input", batch * channels * image * image * dt["matmul"])
-        recompute.append(_stack_activations(acts, "", st, dt, run, batch, patches))
+        recompute.append(_stack_activations(acts, "", st, run, batch, patches))
+        if run.training and _int(shape, "num_classes"):
+            # the classifier reads the class token: without autocast a view that pins the whole
+            # normed output, under amp a 16-bit cast of that one token
+            # (tests/calibration/activations_vit.json non_layer bsh 8/4/4, amp bh 2)
+            tokens = batch * patches
+            head_input = st.hidden * dt["matmul"] * (batch if run.precision == "amp" else tokens)
+            acts.add("final_norm_and_head_input", _norms_bytes_per_token(st, run.precision, 1) * tokens + head_input)
         text = shape.get("text")
         if isinstance(text, Mapping):
             text_stack, text_seq = _stack(text), _int(text, "max_positions")
             if text_stack is None or text_seq is None:
                 return None, "the CLIP text tower shape lacks its widths"
-            recompute.append(_stack_activations(acts, "text_", text_stack, dt, run, batch, text_seq))
-        return _finish(acts, recompute, run, dt), ""
+            recompute.append(_stack_activations(acts, "text_", text_stack, run, batch, text_seq, causal=True))
+        return _finish(acts, recompute, run), ""
     seq = run.seq_len
     if seq is None:
         return None, "sequence length unknown"
@@ -620,7 +817,7 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         st = _stack(shape)
         if st is None:
             return None, "the catalogue shape lacks the layer widths"
-        recompute.append(_stack_activations(acts, "", st, dt, run, batch, seq))
+        recompute.append(_stack_activations(acts, "", st, run, batch, seq, causal=kind == "decoder"))
         final, lm_positions = st, (batch * seq if kind == "decoder" else 0)
     else:  # encoder-decoder
         enc, dec = _stack(shape, "encoder_layers"), _stack(shape, "decoder_layers")
@@ -629,26 +826,29 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         enc_seq = seq
         if shape.get("encoder_input") == "audio":
             enc_seq = _int(shape, "encoder_max_positions") or seq
-        enc_layer = _stack_activations(acts, "encoder_", enc, dt, run, batch, enc_seq)
+        enc_layer = _stack_activations(acts, "encoder_", enc, run, batch, enc_seq)
         dec_seq = 1 if run.generation else seq  # with a KV cache the decoder runs one position at a time
         dec_tokens = batch * dec_seq
+        fused = _uses_fused_kernel(dec, run.precision, run.flash)
         # decoder layer: its self-attention layer plus cross-attention (norm + queries) ...
         cross = (
-            _norms_bytes_per_token(dec, dt, 1)
-            + _attention_bytes_per_token(dec, dt, run.flash, enc_seq, self_attention=False)
+            _norms_bytes_per_token(dec, run.precision, 1)
+            + _attention_bytes_per_token(dec, run.precision, fused, enc_seq, self_attention=False)
         ) * dec_tokens
         # ... against K and V projected from the encoder output (once per decoder layer)
-        cross_kv = _cross_kv_bytes_per_encoder_token(dec, dt, run.flash) * batch * enc_seq
-        dec_layer = _stack_activations(acts, "decoder_", dec, dt, run, batch, dec_seq)
+        cross_kv = _cross_kv_bytes_per_encoder_token(dec, run.precision, fused) * batch * enc_seq
+        dec_layer = _stack_activations(acts, "decoder_", dec, run, batch, dec_seq, causal=True)
         if run.training and not run.checkpointing:
             acts.add("decoder_cross_attention", (cross + cross_kv) * dec.layers)
-        acts.add("encoder_output", dec.hidden * dt["matmul"] * batch * enc_seq)
+        if _qkv_input_elements(dec, run.precision) == ATTENTION_SAVED_ELEMENTS["qkv_input_per_hidden"]:
+            # shared by every decoder layer's k and v projections (under amp each keeps a cast)
+            acts.add("encoder_output", dec.hidden * dt["matmul"] * batch * enc_seq)
         recompute.extend([enc_layer, dec_layer + cross + cross_kv])
         final, lm_positions = dec, dec_tokens
     tokens = batch * seq
     if run.training:
         head_input = final.hidden * dt["matmul"] if kind != "encoder" else 0.0
-        acts.add("final_norm_and_head_input", (_norms_bytes_per_token(final, dt, 1) + head_input) * tokens)
+        acts.add("final_norm_and_head_input", (_norms_bytes_per_token(final, run.precision, 1) + head_input) * tokens)
     if vocab and lm_positions:
         if run.generation:
             point_positions = batch * GENERATION_LOGITS_POSITIONS_COUNT
@@ -656,13 +856,14 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
             acts.add("logits", per * point_positions)
             acts.high_extra += per * (lm_positions - point_positions)
         else:
-            acts.add("logits", _logits_bytes_per_position(vocab, dt, with_loss=run.training) * lm_positions)
+            per = _logits_bytes_per_position(vocab, dt, with_loss=run.training, upcast=kind == "decoder")
+            acts.add("logits", per * lm_positions)
     elif kind in ("decoder", "encoder-decoder") and not vocab:
         return None, "the catalogue shape has no vocabulary size for the LM head"
-    return _finish(acts, recompute, run, dt), ""
+    return _finish(acts, recompute, run), ""
 
 
-def _finish(acts: _Acts, recompute: List[float], run: RunSpec, dt: Mapping[str, int]) -> _Acts:
+def _finish(acts: _Acts, recompute: List[float], run: RunSpec) -> _Acts:
     if recompute and (run.checkpointing or not run.training):
         live = CHECKPOINT_RECOMPUTED_LAYERS_COUNT if run.training else INFERENCE_LIVE_LAYERS_COUNT
         acts.add("recomputed_layer" if run.training else "live_layer", live * max(recompute))
@@ -682,7 +883,8 @@ def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int]]:
     if acts is None:
         return _unknown(why), {}
     point = acts.point
-    note = "Korthikanti et al. 2022 terms" + ("; vision tower not included" if "vision" in shape else "")
+    note = "terms measured for Hugging Face models (tests/calibration)" + (
+        "; vision tower not included" if "vision" in shape else "")
     term = Term(
         int(math.ceil(point)),
         int(point * ACTIVATIONS_LOW_FRACTION),
@@ -690,6 +892,10 @@ def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int]]:
         note,
     )
     return term, dict(acts.parts)
+
+
+#: ``fp16`` CNN runs (16-bit weights and input) keep the same bytes as the measured ``bf16`` ones.
+_CNN_BYTES_KEY = {"fp32": "fp32", "amp": "amp", "fp16": "bf16", "bf16": "bf16"}
 
 
 def _cnn_activations(run: RunSpec, shape: Mapping[str, Any]) -> Term:
@@ -701,8 +907,12 @@ def _cnn_activations(run: RunSpec, shape: Mapping[str, Any]) -> Term:
     if run.training and run.checkpointing:
         return _unknown("checkpointing a CNN: the per-sample figure has no layer structure")
     image = run.image_size or native
-    value = per_sample * (image / native) ** 2 * run.batch_size * ACTIVATION_BYTES[run.precision]["matmul"]
-    note = f"{per_sample:,} elements/sample at {native}px"
+    measured = shape.get("activation_bytes_per_element")
+    per_element: float = ACTIVATION_BYTES[run.precision]["matmul"]
+    if run.precision != "fp32" and isinstance(measured, Mapping):
+        per_element = float(measured.get(_CNN_BYTES_KEY[run.precision], per_element))
+    value = per_sample * (image / native) ** 2 * run.batch_size * per_element
+    note = f"{per_sample:,} elements/sample at {native}px, {per_element:g} B each"
     if not run.training:
         return Term(
             int(math.ceil(value * CNN_INFERENCE_FRACTION)),

@@ -111,8 +111,8 @@ class StarvedDataLoader(Rule):
         self.report(node, problems=" and ".join(problems))
 
     def _in_training_run(self, call: nodes.Call) -> bool:
-        """The loader feeds a training loop of the file or an evaluation loop (one that calls an
-        object a training loop calls: the trained model); or it is never iterated in the file and is
+        """The loader feeds a training loop of the file or an evaluation loop (one that uses a
+        model a training loop uses: the trained model); or it is never iterated in the file and is
         built beside a loader that feeds training (the evaluation loader of a pair whose loop lives
         in another module).  A loader iterated only by loops that train nothing and call no trained
         model (a sharding test, prompts for an image pipeline) is not the GPU's input."""
@@ -136,19 +136,19 @@ class StarvedDataLoader(Rule):
             uses = loader_use.uses_of(call, through_prepare=True)
             if uses.training_loops or uses.handed_to_training:
                 self._uses[key] = _TRAIN
-            elif any(loader_use.called_objects(loop) & self._trained_objects() for loop in uses.other_loops):
+            elif any(loader_use.used_models(loop) & self._trained_models() for loop in uses.other_loops):
                 self._uses[key] = _EVALUATE
             else:
                 self._uses[key] = _ITERATED if uses.other_loops else _UNKNOWN
         return self._uses[key]
 
-    def _trained_objects(self) -> "set[str]":
-        """Objects called by the file's training loops (loops whose iteration runs backward)."""
+    def _trained_models(self) -> "set[str]":
+        """Models used by the file's training loops (loops whose iteration runs backward)."""
         if self._trained is None:
             self._trained = set()
             for loop in self.ctx.module.nodes_of_class((nodes.For, nodes.While)):
                 if any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
-                    self._trained |= loader_use.called_objects(loop)
+                    self._trained |= loader_use.used_models(loop)
         return self._trained
 
 

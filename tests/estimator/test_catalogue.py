@@ -44,14 +44,19 @@ TRANSFORMER_OPTIONAL = {
     "embedding_dim", "position_offset", "type_vocab", "pooler", "lm_head_bias", "relative_buckets",
     "relative_kind", "relative_norm", "encoder_input", "mel_bins", "encoder_position",
     "encoder_max_positions", "cls_token", "patch_bias", "text", "projection_dim", "vision", "projector_norm",
+    "attention_dropout", "attention_output_dropout", "softmax_fp32", "qkv_fused", "qkv_views_pinned",
+    "ffn_dropout", "rmsnorm_upcast",
 }
+#: Optional transformer fields that are booleans when present.
+TRANSFORMER_FLAGS = ("attention_dropout", "attention_output_dropout", "softmax_fp32", "qkv_fused",
+                     "qkv_views_pinned", "ffn_dropout")
 CNN_FIELDS = {"family", "image_size", "num_classes", "activation_elements_per_sample"}
 CNN_OPTIONAL = {
     "block", "depths", "widths", "groups", "width_per_group", "stem_width", "config", "batch_norm",
-    "classifier", "growth_rate", "block_config", "init_features", "bn_size",
+    "classifier", "growth_rate", "block_config", "init_features", "bn_size", "activation_bytes_per_element",
 }
 ENUMS = {
-    "ffn_kind": {"gelu", "relu", "swiglu", "geglu"},
+    "ffn_kind": {"gelu", "gelu_new", "relu", "swiglu", "geglu"},
     "position": {"learned", "rope", "relative", "alibi", "sinusoidal"},
     "norm": {"layernorm", "rmsnorm"},
 }
@@ -113,6 +118,11 @@ def test_shape_fields_are_the_documented_ones(key: str) -> None:
     if entry["kind"] == "cnn":
         assert CNN_FIELDS <= set(shape) <= CNN_FIELDS | CNN_OPTIONAL, set(shape) ^ CNN_FIELDS
         assert shape["activation_elements_per_sample"] is None or shape["activation_elements_per_sample"] > 0
+        per_element = shape.get("activation_bytes_per_element")
+        if per_element is not None:  # measured bytes per fp32/4 element: at least 2, below 4
+            assert shape["activation_elements_per_sample"] is not None
+            assert set(per_element) == {"amp", "bf16"}, per_element
+            assert all(2.0 <= value < 4.0 for value in per_element.values()), per_element
         return
     assert TRANSFORMER_FIELDS <= set(shape), TRANSFORMER_FIELDS - set(shape)
     assert set(shape) <= TRANSFORMER_FIELDS | TRANSFORMER_OPTIONAL, set(shape) - TRANSFORMER_FIELDS
@@ -120,6 +130,14 @@ def test_shape_fields_are_the_documented_ones(key: str) -> None:
         assert shape[field] in allowed, (field, shape[field])
     for field in ("tied_embeddings", "dropout", "bias"):
         assert shape[field] is None or isinstance(shape[field], bool), field
+    towers = [shape] + [shape[t] for t in ("text",) if isinstance(shape.get(t), dict)]
+    for tower in towers:
+        for field in TRANSFORMER_FLAGS:
+            assert isinstance(tower.get(field, False), bool), field
+        assert tower.get("rmsnorm_upcast", "input") in {"input", "variance"}
+        assert tower.get("rmsnorm_upcast") is None or tower["norm"] == "rmsnorm"
+    if shape.get("qkv_views_pinned"):
+        assert shape.get("qkv_fused"), "the pinned q, k, v views come from one fused projection"
     if entry["kind"] == "encoder-decoder":
         assert shape["layers"] is None and shape["encoder_layers"] > 0 and shape["decoder_layers"] > 0
     else:

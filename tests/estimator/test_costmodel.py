@@ -7,6 +7,7 @@ formulas alone and not from the catalogue data.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -202,8 +203,129 @@ def test_amp_keeps_the_residual_stream_and_softmax_in_fp32() -> None:
     s, b, h, a = 64, 1, 256, 4
     bf16 = layer_bytes(RunSpec(model=decoder(), batch_size=b, seq_len=s, precision="bf16"))
     amp = layer_bytes(RunSpec(model=decoder(), batch_size=b, seq_len=s, precision="amp"))
-    # two norm inputs at 4 instead of 2 bytes; softmax output at 4 instead of 2
-    assert amp - bf16 == 4 * (2 * 2 * h * s * b + 2 * a * s * s * b)
+    # two norm inputs at 4 instead of 2 bytes; softmax output at 4 instead of 2; q, k and v each
+    # cast the normed input (one shared 16-bit input in bf16, three casts under amp)
+    assert amp - bf16 == 4 * (2 * 2 * h * s * b + 2 * a * s * s * b + 2 * 2 * h * s * b)
+
+
+# ----------------------------------------------------------- traits measured in tests/calibration
+# Each test pins one trait of the Hugging Face implementations by the per-layer bytes it changes
+# (tests/calibration/README.md derives the figures; test_calibration.py checks them against the
+# fixtures). Layer bytes per token = layer_bytes(b=1, s=1) with eager scores of one key.
+
+
+def per_token(model: ModelSpec, precision: str, flash: bool = False, s: int = 1) -> float:
+    return layer_bytes(RunSpec(model=model, batch_size=1, seq_len=s, precision=precision, flash=flash)) / 4 / s
+
+
+def test_fused_kernel_output_is_the_output_projection_input() -> None:
+    """activations_bert.json: sdpa keeps the same per-token bytes as eager (plus logsumexp)."""
+    model = decoder()
+    for precision in ("fp32", "amp", "bf16"):
+        eager_linear = 2 * per_token(model, precision, s=1) - per_token(model, precision, s=2)  # no s^2 term
+        fused = per_token(model, precision, flash=True)
+        assert fused - eager_linear == 4 * 4  # heads x fp32 logsumexp
+
+
+def test_amp_casts_the_input_once_per_projection() -> None:
+    h, f = 256, 1024
+    separate = per_token(decoder(dropout=False), "amp", flash=True)
+    fused = per_token(decoder(dropout=False, qkv_fused=True), "amp", flash=True)
+    assert separate - fused == 2 * h * 2  # two more 16-bit copies of the normed input
+    gated = decoder(dropout=False, ffn_kind="swiglu", norm="rmsnorm", ffn=f)
+    assert per_token(gated, "amp", flash=True) - per_token(gated, "bf16", flash=True) == (
+        2 * h * (8 - 6)  # two RMSNorms: 8 B under amp, 6 B in bf16
+        + 2 * h * 2  # q, k, v: two more casts
+        + h * 2  # gate_proj and up_proj: one more cast
+    )
+
+
+@pytest.mark.parametrize(
+    "precision, layernorm, rmsnorm, t5", [("fp32", 4, 8, 8), ("amp", 4, 8, 8), ("bf16", 2, 6, 8), ("fp16", 2, 6, 8)]
+)
+def test_norm_bytes_per_hidden(precision: str, layernorm: int, rmsnorm: int, t5: int) -> None:
+    h = 256
+    base = per_token(decoder(dropout=False), precision, flash=True)
+    rms = per_token(decoder(dropout=False, norm="rmsnorm"), precision, flash=True)
+    variance = per_token(decoder(dropout=False, norm="rmsnorm", rmsnorm_upcast="variance"), precision, flash=True)
+    # two norms per layer; LayerNorm keeps mean and rstd (8 B per token), RMSNorm one rsqrt (4 B)
+    assert rms - base == 2 * ((rmsnorm - layernorm) * h - 4)
+    assert variance - rms == 2 * (t5 - rmsnorm) * h
+
+
+@pytest.mark.parametrize(
+    "precision, with_dropout, without, upcast", [("fp32", 9, 4, 4), ("amp", 7, 6, 6), ("bf16", 5, 2, 6)]
+)
+def test_score_bytes_per_head_per_key(precision: str, with_dropout: int, without: int, upcast: int) -> None:
+    def scores(**shape: Any) -> float:
+        model = decoder(**shape)
+        return (per_token(model, precision, s=2) - per_token(model, precision, s=1)) / 4  # per key per head
+
+    assert scores() == with_dropout
+    assert scores(attention_dropout=False) == without  # OPT: residual dropout, no attention dropout
+    assert scores(dropout=False, softmax_fp32=True) == upcast  # softmax(..., dtype=float32).to(dtype)
+
+
+@pytest.mark.parametrize("precision, gelu_new, relu_dropout", [("fp32", 20, 9), ("amp", 16, 5), ("bf16", 10, 5)])
+def test_ffn_kinds_bytes_per_ffn(precision: str, gelu_new: int, relu_dropout: int) -> None:
+    f = 1024
+
+    def ffn(**shape: Any) -> float:
+        return per_token(decoder(dropout=False, **shape), precision, flash=True)
+
+    gelu = ffn() - ffn(ffn=0)
+    assert ffn(ffn_kind="gelu_new") - ffn(ffn_kind="gelu_new", ffn=0) == gelu_new * f
+    assert ffn(ffn_kind="relu", ffn_dropout=True) - ffn(ffn_kind="relu", ffn=0) == relu_dropout * f
+    assert gelu == 2 * f * (4 if precision == "fp32" else 2)
+
+
+def test_fp32_grouped_query_attention_falls_back_to_the_math_kernel() -> None:
+    gqa = decoder(kv_heads=1, dropout=False, norm="rmsnorm", ffn_kind="swiglu")
+    for precision in ("fp32", "bf16"):
+        eager = layer_bytes(RunSpec(model=gqa, batch_size=2, seq_len=64, precision=precision))
+        sdpa = layer_bytes(RunSpec(model=gqa, batch_size=2, seq_len=64, precision=precision, flash=True))
+        assert (sdpa == eager) == (precision == "fp32")
+
+
+def test_gpt2_sdpa_keeps_kv_copies_beside_the_pinned_qkv_output() -> None:
+    h = 256
+    fused = decoder(qkv_fused=True)
+    pinned = decoder(qkv_fused=True, qkv_views_pinned=True)
+    for precision, element in (("fp32", 4), ("amp", 2), ("bf16", 2)):
+        assert per_token(pinned, precision, flash=True) - per_token(fused, precision, flash=True) == 2 * h * element
+        assert per_token(pinned, precision) == per_token(fused, precision)  # eager is unaffected
+
+
+def test_t5_position_bias_is_a_batch_independent_square_term_under_sdpa() -> None:
+    model = decoder(kind="encoder-decoder", layers=None, encoder_layers=2, decoder_layers=2, position="relative",
+                    ffn_kind="relu", relative_kind="t5", norm="rmsnorm")
+    plain = dataclasses.replace(model, shape={**model.shape, "relative_kind": None})
+    s, a = 64, 4
+    for b in (1, 3):
+        run = RunSpec(model=model, batch_size=b, seq_len=s, precision="bf16", flash=True)
+        parts = estimate(run).activation_parts
+        without = estimate(dataclasses.replace(run, model=plain)).activation_parts
+        assert parts["encoder_layers"] - without["encoder_layers"] == 2 * a * s * s * 2  # layers x bf16 bias
+        assert parts["decoder_layers"] - without["decoder_layers"] == 2 * (a * s * s * 2 + s * s)  # + bool mask
+
+
+def test_encoder_decoder_loss_keeps_log_softmax_in_the_logits_dtype() -> None:
+    """T5/BART/Whisper call CrossEntropyLoss on the head output: no logits.float() upcast."""
+    model = decoder(kind="encoder-decoder", layers=None, encoder_layers=2, decoder_layers=2, ffn_kind="relu")
+    b, s, vocab = 2, 16, 1000
+    per = {p: estimate(RunSpec(model=model, batch_size=b, seq_len=s, precision=p)).activation_parts["logits"]
+           for p in ("fp32", "amp", "bf16")}
+    assert per == {"fp32": b * s * vocab * 8, "amp": b * s * vocab * (2 + 4 + 2), "bf16": b * s * vocab * 4}
+
+
+def test_vit_classifier_pins_the_normed_output_without_autocast() -> None:
+    vit = decoder(kind="vision-transformer", vocab=None, max_positions=None, tied_embeddings=None, dropout=False,
+                  image_size=32, patch_size=16, channels=3, num_classes=10)
+    b, tokens, h = 2, 5, 256
+    for precision, per_token_bytes, per_image in (("fp32", 4 + 4, 0), ("amp", 4, 2), ("bf16", 2 + 2, 0)):
+        parts = estimate(RunSpec(model=vit, batch_size=b, precision=precision)).activation_parts
+        assert parts["final_norm_and_head_input"] == b * tokens * (per_token_bytes * h + 8) + b * per_image * h
+        assert ("patch_input" in parts) == (precision == "amp")  # the 16-bit cast; the batch is the input
 
 
 def test_lm_head_logits_with_fp32_upcast_for_the_loss() -> None:
