@@ -34,6 +34,9 @@ PREPARE_CALLS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"
 #: Framework methods that train from a loader they are handed (Lightning ``trainer.fit(model, dl)``).
 FIT_CALLS = frozenset({"fit"})
 
+#: Packages whose ``...Trainer`` classes train the model they are handed (resolved through imports).
+TRAINER_PACKAGES = frozenset({"transformers", "trl", "lightning", "pytorch_lightning"})
+
 #: Calls that keep yielding the items of their first argument (``enumerate(loader)``).
 ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "tqdm", "islice", "cycle", "chain", "list"})
 
@@ -173,23 +176,59 @@ def _flow(
                 _flow(site, depth - 1, uses, seen, via, deep)
 
 
-def used_models(loop: "loops.Loop") -> Set[str]:
-    """Texts of the models one iteration of ``loop`` uses in its calls (helpers of the file
-    included): ``model`` in ``model(x)``, ``model.generate(**batch)`` or
-    ``accelerator.unwrap_model(model).generate(...)``; ``self.model`` in ``self.model(x)``.  A model
-    is a name or ``self``/name attribute on which the file calls ``.parameters()`` (it optimises or
-    handles its parameters).  A loop over held-out batches that uses a model a training loop uses
-    evaluates the trained model."""
-    owners = gradients.parameter_owners(loop.root())
+def model_texts(module: nodes.Module) -> Set[str]:
+    """Texts of the file's models: receivers of ``.parameters()`` / ``.named_parameters()``
+    (``model``, ``self._model``) and models handed to a framework trainer (``Trainer(model=model)``,
+    ``trainer.fit(model)``)."""
+    return gradients.parameter_owners(module) | trainer_models(module)
+
+
+def trainer_models(module: nodes.Module) -> Set[str]:
+    """Texts of the models a framework trainer trains: the ``model=`` (or first) argument of a
+    ``...Trainer`` class of transformers, TRL or Lightning (resolved through the imports), and the
+    first argument of ``.fit(...)`` on an object built from one."""
     found: Set[str] = set()
-    if not owners:
+    for call in module.nodes_of_class(nodes.Call):
+        if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+            continue
+        dotted = infer.dotted_name(call.func)
+        if dotted is None or dotted.split(".")[0] not in TRAINER_PACKAGES or not dotted.endswith("Trainer"):
+            continue
+        model = next((kw.value for kw in call.keywords or () if kw.arg == "model"), None)
+        if model is None and call.args and not isinstance(call.args[0], nodes.Starred):
+            model = call.args[0]
+        if isinstance(model, (nodes.Name, nodes.Attribute)):
+            found.add(dataflow.binding_text(model))
+    for call in module.nodes_of_class(nodes.Call):
+        if infer.method_name(call) in FIT_CALLS and call.args and isinstance(call.args[0], (nodes.Name, nodes.Attribute)):
+            receiver = call.func.expr  # type: ignore[union-attr]
+            values = dataflow.assigned_values(receiver) if isinstance(receiver, (nodes.Name, nodes.Attribute)) else None
+            if isinstance(receiver, nodes.Call):
+                values = [receiver]
+            if values and all(
+                isinstance(v, nodes.Call)
+                and isinstance(v.func, (nodes.Name, nodes.Attribute))
+                and (infer.dotted_name(v.func) or "").split(".")[0] in TRAINER_PACKAGES
+                for v in values
+            ):
+                found.add(dataflow.binding_text(call.args[0]))
+    return found
+
+
+def used_models(loop: "loops.Loop", models: Set[str]) -> Set[str]:
+    """The ``models`` (texts, see ``model_texts``) one iteration of ``loop`` uses in its calls
+    (helpers of the file included): ``model`` in ``model(x)``, ``model.generate(**batch)`` or
+    ``accelerator.unwrap_model(model).generate(...)``; ``self.model`` in ``self.model(x)``.  A loop
+    over held-out batches that uses a model that is trained evaluates the trained model."""
+    found: Set[str] = set()
+    if not models:
         return found
     for call in loops.loop_calls(loop):
         parts: List[nodes.NodeNG] = [call.func] + list(call.args) + [kw.value for kw in call.keywords or ()]
         for part in parts:
             for node in _references(part):
                 text = dataflow.binding_text(node)
-                if text in owners:
+                if text in models:
                     found.add(text)
     return found
 

@@ -19,14 +19,15 @@ The interval
 Every term carries ``(low, point, high)``. Definitional terms (weights, gradients, optimizer
 state, master weights) are exact once the parameter count is known. The others widen by the
 named fractions in the CALIBRATION block: activations by ``ACTIVATIONS_LOW_FRACTION`` /
-``ACTIVATIONS_HIGH_FRACTION`` (the coefficients are published for Megatron, not yet measured
-for Hugging Face code), the CUDA context by ``CUDA_CONTEXT_*_FRACTION``, the KV cache by one
-layer's growth copy, fragmentation from ``FRAGMENTATION_LOW_FRACTION`` of the low allocated
-total to ``FRAGMENTATION_HIGH_FRACTION`` of the high one. One cross-term widens the low end
-only: the point assumes gradients of the previous step are still held through the forward
-(``zero_grad()`` after ``step()``, or ``set_to_none=False``); with ``zero_grad()`` before the
-forward they never coexist with all activations, so the low end subtracts the smaller of the
-two (``GRADIENT_ACTIVATION_OVERLAP_LOW_FRACTION``).
+``ACTIVATIONS_HIGH_FRACTION`` (the coefficients are measured for ten Hugging Face families;
+the margin is for unmeasured ones and backward's transients), the CUDA context by
+``CUDA_CONTEXT_*_FRACTION``, the KV cache by one layer's growth copy, fragmentation from
+``FRAGMENTATION_LOW_FRACTION`` of the low allocated total to ``FRAGMENTATION_HIGH_FRACTION``
+of the high one. One cross-term widens the low end only: the point assumes gradients of the
+previous step are still held through the forward (``zero_grad()`` after ``step()``, or
+``set_to_none=False``); with ``zero_grad()`` before the forward they never coexist with all
+activations, so the low end subtracts the smaller of the two
+(``GRADIENT_ACTIVATION_OVERLAP_LOW_FRACTION``).
 
 A term that cannot be estimated has ``bytes = None``, a known lower bound (usually 0) and an
 upper bound that is ``None`` (unbounded) unless something bounds it (LoRA adapters cannot have
@@ -46,19 +47,26 @@ The activation model
 Transformer layers follow Korthikanti et al. 2022, "Reducing Activation Recomputation in
 Large Transformer Models" (arXiv:2205.05198, §4.1): one layer keeps
 ``s·b·h·(34 + 5·a·s/h)`` bytes with 16-bit activations and dropout. Here the same terms are
-kept apart, per token, so that each run trait changes only its own terms:
+kept apart, per token, so that each run trait changes only its own terms, and their values are
+those measured for the Hugging Face implementations under fake CUDA tensors
+(tests/calibration: exact for GPT-2, OPT, Llama 2/3, Qwen2, BERT, RoBERTa, DistilBERT, T5 and
+ViT, eager and SDPA, fp32/amp/bf16). What an implementation does differently is a catalogue
+shape flag (``attention_dropout``, ``softmax_fp32``, ``qkv_fused``, ``ffn_dropout``, ...):
 
-* attention (``ATTENTION_SAVED_ELEMENTS``): QKV input, Q, K, V, output-projection input,
-  residual dropout mask; eager attention keeps K and V expanded to all heads (``repeat_kv``,
-  so GQA saves nothing), fused flash/SDPA kernels keep them at ``kv_heads`` width plus the
-  kernel output and its softmax statistics, and no ``s²`` terms;
+* attention (``ATTENTION_SAVED_ELEMENTS``): QKV input (under amp one 16-bit cast per
+  projection), Q, K, V, output-projection input, residual dropout mask; eager attention keeps
+  K and V expanded to all heads (``repeat_kv``, so GQA saves nothing), fused flash/SDPA kernels
+  keep them at ``kv_heads`` width plus the fp32 logsumexp (their output is the output
+  projection's input), and no ``s²`` terms; fp32 with GQA runs the math kernel (priced as
+  eager); T5's position bias is an ``s²`` mask even for a fused kernel;
 * attention scores (``ATTENTION_SCORE_ELEMENTS``, eager only, per head per key): softmax
-  output, dropout mask and dropout output, or without dropout a 16-bit copy when autocast
-  keeps the softmax in fp32;
-* MLP (``MLP_SAVED_ELEMENTS_PER_FFN``): input, then per FFN width 2 (GELU: activation input and
-  output), 1 (ReLU: its output is the next input), 4 (SwiGLU/GeGLU: gate, activation,
-  up, product); MoE layers pay the expert part ``experts_per_token`` times;
-* norms (``NORM_SAVED_ELEMENTS_PER_HIDDEN`` plus fp32 statistics), cross-attention
+  output, dropout mask and dropout output, or without attention dropout a 16-bit copy when the
+  softmax is fp32 (under autocast, or upcast by the model);
+* MLP (``MLP_SAVED_ELEMENTS_PER_FFN``): input (two casts under amp for gated kinds), then per
+  FFN width 2 (GELU), 5 (GPT-2's gelu_new), 1 (ReLU: its output is the next input), 4
+  (SwiGLU/GeGLU: gate, activation, up, product), plus dropout inside the FFN (T5); MoE layers
+  pay the expert part ``experts_per_token`` times;
+* norms (``NORM_SAVED_BYTES_PER_HIDDEN`` by precision plus fp32 statistics), cross-attention
   (encoder-decoders: decoder queries against encoder keys and values), and outside the layers
   the LM head's logits (``LOGITS_COPIES``: head output, fp32 upcast, fp32 log-softmax kept by
   the loss). ``activations`` is what autograd keeps, except that the head output and its fp32
@@ -76,8 +84,9 @@ and master weights to the host.
 Each element is priced at the width of its tensor class (``ACTIVATION_BYTES``): under
 autocast the residual stream and softmax outputs stay fp32 while matmul inputs are 16-bit.
 Gradient checkpointing keeps one input per layer plus one layer's working set. CNNs use the
-catalogue's ``activation_elements_per_sample`` scaled by ``(image_size / native)²``, ``None``
-where the catalogue has no figure.
+catalogue's ``activation_elements_per_sample`` scaled by ``(image_size / native)²`` at 4 bytes
+in fp32 and the measured ``activation_bytes_per_element`` otherwise, ``None`` where the
+catalogue has no figure.
 """
 from __future__ import annotations
 

@@ -87,6 +87,7 @@ class StarvedDataLoader(Rule):
         super().__init__(ctx)
         self._uses: Dict[int, str] = {}
         self._trained: "Optional[set[str]]" = None
+        self._model_texts: "Optional[set[str]]" = None
 
     def visit_call(self, node: nodes.Call) -> None:
         if not (node.args or node.keywords) or not isinstance(node.func, (nodes.Name, nodes.Attribute)):
@@ -136,19 +137,25 @@ class StarvedDataLoader(Rule):
             uses = loader_use.uses_of(call, through_prepare=True)
             if uses.training_loops or uses.handed_to_training:
                 self._uses[key] = _TRAIN
-            elif any(loader_use.used_models(loop) & self._trained_models() for loop in uses.other_loops):
+            elif any(loader_use.used_models(loop, self._models()) & self._trained_models() for loop in uses.other_loops):
                 self._uses[key] = _EVALUATE
             else:
                 self._uses[key] = _ITERATED if uses.other_loops else _UNKNOWN
         return self._uses[key]
 
+    def _models(self) -> "set[str]":
+        if self._model_texts is None:
+            self._model_texts = loader_use.model_texts(self.ctx.module)
+        return self._model_texts
+
     def _trained_models(self) -> "set[str]":
-        """Models used by the file's training loops (loops whose iteration runs backward)."""
+        """Models the file trains: used by a training loop (one whose iteration runs backward) or
+        handed to a framework trainer."""
         if self._trained is None:
-            self._trained = set()
+            self._trained = set(loader_use.trainer_models(self.ctx.module))
             for loop in self.ctx.module.nodes_of_class((nodes.For, nodes.While)):
                 if any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
-                    self._trained |= loader_use.used_models(loop)
+                    self._trained |= loader_use.used_models(loop, self._models())
         return self._trained
 
 
