@@ -2,9 +2,11 @@
 
 ``torch`` and every ``torch.*`` module resolve only to the stubs shipped in
 ``flake8_torch_preflight/stubs``; a ``torch.*`` name without a stub is an import
-error (so it infers as Uninferable).  Third-party packages found under a
-``site-packages`` folder are refused too, so results never depend on what is
-installed; the standard library and the user's own modules stay readable.
+error (so it infers as Uninferable).  Other modules are read only from the
+standard library and from the checked file's own folder tree, at most
+``MAX_PROJECT_MODULES`` per file; installed packages and parent folders are
+refused, so results never depend on what is installed and a large project is
+never parsed whole.
 
 Nothing here imports torch.  ``install()`` is idempotent and cheap after the
 first call.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 from importlib import resources
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Set
 
 from astroid import modutils
 from astroid.builder import AstroidBuilder
@@ -84,20 +86,49 @@ def _build_stubs(manager: AstroidManager) -> None:
         _STUBS[modname] = module
 
 
+#: Project modules (outside the standard library) read per analysed file; past this, further
+#: ones are refused.  timm's own ``benchmark.py`` pulled ~150 timm modules through ``import timm``
+#: before this cap and took 10 s; training scripts that import a model from a sibling file need 1-3.
+MAX_PROJECT_MODULES = 8
+
+_project_reads: Set[str] = set()
+
+
+def begin_file() -> None:
+    """Reset the per-file count of project modules read (called before each file's analysis)."""
+    _project_reads.clear()
+
+
 @functools.lru_cache(maxsize=4096)
-def _is_third_party(modname: str, context_dir: str) -> bool:
-    """True when ``modname`` would be read from an installed distribution."""
+def _outside_project(modname: str, context_dir: str) -> Optional[bool]:
+    """None for the standard library; True when ``modname`` lives outside the checked file's folder
+    tree (an installed distribution, a parent folder); False for the user's own modules below it."""
     top = modname.split(".")[0]
     if modutils.is_stdlib_module(top):
-        return False
+        return None
     try:
         spec = modutils.file_info_from_modpath(
             modname.split("."), context_file=os.path.join(context_dir, "__init__.py") if context_dir else None
         )
-    except Exception:  # not found anywhere: let astroid report it the usual way
-        return False
+    except Exception:  # not found anywhere: astroid reports it the usual way
+        return None
     location = getattr(spec, "location", None) or ""
-    return any(marker in location for marker in _THIRD_PARTY_MARKERS)
+    if not location or not context_dir or any(marker in location for marker in _THIRD_PARTY_MARKERS):
+        return True
+    context = os.path.abspath(context_dir) + os.sep
+    return not os.path.abspath(location).startswith(context)
+
+
+def _refused(modname: str, context_dir: str) -> bool:
+    outside = _outside_project(modname, context_dir)
+    if outside is None:
+        return False
+    if outside:
+        return True
+    if modname not in _project_reads and len(_project_reads) >= MAX_PROJECT_MODULES:
+        return True
+    _project_reads.add(modname)
+    return False
 
 
 def _guarded_ast_from_module_name(
@@ -110,10 +141,8 @@ def _guarded_ast_from_module_name(
             if stub is None:
                 raise AstroidImportError("no torch stub for {modname}", modname=modname)
             return stub
-        if modname not in self.astroid_cache and _is_third_party(
-            modname, os.path.dirname(context_file) if context_file else ""
-        ):
-            raise AstroidImportError("third-party module {modname} is not read", modname=modname)
+        if _refused(modname, os.path.dirname(context_file) if context_file else ""):
+            raise AstroidImportError("module {modname} is not read (not stdlib, not a sibling)", modname=modname)
     assert _ORIGINAL is not None
     return _ORIGINAL(self, modname, context_file, use_cache)  # type: ignore[no-any-return]
 
