@@ -20,6 +20,7 @@ so that its counts depend on the code only.  Nothing here is a test; the figures
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -71,21 +72,41 @@ def scan(
     return sorted(findings), notes, seconds
 
 
-def slow_files(folder: Path, threshold: float) -> List[Tuple[float, str]]:
-    """Files whose in-process analysis (every rule, no GPU target) takes more than ``threshold`` s."""
-    from flake8_torch_preflight.analysis import build
+def slow_files(folder: Path, threshold: float, budget: Optional[float] = None) -> List[Tuple[float, str]]:
+    """Files whose in-process analysis (every rule, no GPU target) takes more than ``threshold`` s.
 
+    Run as ``python -m flake8`` runs from the folder: the folder is the working directory and the
+    first entry of ``sys.path``, so the project's own packages resolve (and are read) as they do
+    there.  Files are analysed in order in one process (astroid's module cache emptied first), so a
+    module of the project is read by the first file that needs it."""
+    from astroid.manager import AstroidManager
+
+    from flake8_torch_preflight.analysis import brain, build
+
+    AstroidManager().clear_cache()  # modules read for another folder (a "utils" of another project)
+    brain.install()
     slow = []
-    for path in python_files(folder):
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-        except OSError:
-            continue
-        start = time.perf_counter()
-        build.analyse_file(str(path), lines, build.Settings())
-        elapsed = time.perf_counter() - start
-        if elapsed > threshold:
-            slow.append((elapsed, str(path.relative_to(folder))))
+    previous_cwd = os.getcwd()
+    previous_budget = build.BUDGET_SECONDS
+    sys.path.insert(0, str(folder))
+    os.chdir(str(folder))
+    try:
+        if budget is not None:
+            build.BUDGET_SECONDS = budget
+        for path in python_files(folder):
+            try:
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+            except OSError:
+                continue
+            start = time.perf_counter()
+            build.analyse_file(str(path.relative_to(folder)), lines, build.Settings())
+            elapsed = time.perf_counter() - start
+            if elapsed > threshold:
+                slow.append((elapsed, str(path.relative_to(folder))))
+    finally:
+        os.chdir(previous_cwd)
+        sys.path.remove(str(folder))
+        build.BUDGET_SECONDS = previous_budget
     return sorted(slow, reverse=True)
 
 
@@ -118,7 +139,8 @@ def main(argv: List[str]) -> int:
         raw.extend("{}\t{}:{}:{}: {} {}".format(repo, p, ln, col, code, msg) for p, ln, col, code, msg in found)
         sys.stderr.write("scanned {} ({} files, {:.1f} s)\n".format(repo, files[repo], seconds))
         if args.slow is not None:
-            slow.extend("{}: {:.2f} s {}".format(repo, s, name) for s, name in slow_files(folder, args.slow))
+            found_slow = slow_files(folder.resolve(), args.slow, args.budget)
+            slow.extend("{}: {:.2f} s {}".format(repo, s, name) for s, name in found_slow)
 
     codes = sorted({c for counts in per_repo.values() for c in counts})
     header = ["repository", "files"] + codes + ["total"]
@@ -129,7 +151,8 @@ def main(argv: List[str]) -> int:
     totals = Counter()
     for counts in per_repo.values():
         totals.update(counts)
-    rows.append(["total", str(sum(files.values()))] + [str(totals.get(c, 0)) for c in codes] + [str(sum(totals.values()))])
+    total_row = [str(totals.get(c, 0)) for c in codes] + [str(sum(totals.values()))]
+    rows.append(["total", str(sum(files.values()))] + total_row)
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     for row in [header] + rows:
         print("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))

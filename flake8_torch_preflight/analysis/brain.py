@@ -92,11 +92,18 @@ def _build_stubs(manager: AstroidManager) -> None:
 MAX_PROJECT_MODULES = 8
 
 _project_reads: Set[str] = set()
+_current_dir: str = ""
 
 
-def begin_file() -> None:
-    """Reset the per-file count of project modules read (called before each file's analysis)."""
+def begin_file(filename: str) -> None:
+    """Start a file: reset the count of project modules read and remember the file's folder.
+
+    astroid's ``Module.import_module`` asks for modules without a context file, so the folder of
+    the file being checked is what sibling imports are resolved against (as ``python script.py``
+    would), wherever flake8 was started from."""
+    global _current_dir
     _project_reads.clear()
+    _current_dir = os.path.dirname(os.path.abspath(filename)) if filename and filename != "stdin" else ""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -115,8 +122,7 @@ def _outside_project(modname: str, context_dir: str) -> Optional[bool]:
     location = getattr(spec, "location", None) or ""
     if not location or not context_dir or any(marker in location for marker in _THIRD_PARTY_MARKERS):
         return True
-    context = os.path.abspath(context_dir) + os.sep
-    return not os.path.abspath(location).startswith(context)
+    return not _below(location, context_dir)
 
 
 def _refused(modname: str, context_dir: str) -> bool:
@@ -141,10 +147,21 @@ def _guarded_ast_from_module_name(
             if stub is None:
                 raise AstroidImportError("no torch stub for {modname}", modname=modname)
             return stub
-        if _refused(modname, os.path.dirname(context_file) if context_file else ""):
+        context_dir = os.path.dirname(context_file) if context_file else _current_dir
+        if _refused(modname, context_dir):
             raise AstroidImportError("module {modname} is not read (not stdlib, not a sibling)", modname=modname)
+        if _outside_project(modname, context_dir) is False:
+            cached = self.astroid_cache.get(modname)
+            if cached is not None and not _below(getattr(cached, "file", None) or "", context_dir):
+                del self.astroid_cache[modname]  # the same name in another project folder: read this one
+            if context_file is None and context_dir:
+                context_file = os.path.join(context_dir, "__init__.py")
     assert _ORIGINAL is not None
     return _ORIGINAL(self, modname, context_file, use_cache)  # type: ignore[no-any-return]
+
+
+def _below(path: str, folder: str) -> bool:
+    return bool(path) and bool(folder) and os.path.abspath(path).startswith(os.path.abspath(folder) + os.sep)
 
 
 def install() -> None:

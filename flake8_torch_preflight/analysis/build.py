@@ -102,7 +102,7 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Fin
     if not rules or not worth_analysing(source):
         return {}
     brain.install()  # once per process, outside the budget (stubs and common stdlib modules)
-    brain.begin_file()
+    brain.begin_file(filename)
     deadline = time.process_time() + BUDGET_SECONDS
     too_slow = "took longer than {:.0f} s and was skipped".format(BUDGET_SECONDS)
     try:

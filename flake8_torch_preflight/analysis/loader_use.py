@@ -22,7 +22,6 @@ import re
 from typing import List, Optional, Set, Tuple
 
 from astroid import nodes
-from astroid.bases import BoundMethod, Instance
 from astroid.exceptions import AstroidError
 
 from . import dataflow, gradients, infer, loops
@@ -200,19 +199,27 @@ def trainer_models(module: nodes.Module) -> Set[str]:
         if isinstance(model, (nodes.Name, nodes.Attribute)):
             found.add(dataflow.binding_text(model))
     for call in module.nodes_of_class(nodes.Call):
-        if infer.method_name(call) in FIT_CALLS and call.args and isinstance(call.args[0], (nodes.Name, nodes.Attribute)):
-            receiver = call.func.expr  # type: ignore[union-attr]
-            values = dataflow.assigned_values(receiver) if isinstance(receiver, (nodes.Name, nodes.Attribute)) else None
-            if isinstance(receiver, nodes.Call):
-                values = [receiver]
-            if values and all(
-                isinstance(v, nodes.Call)
-                and isinstance(v.func, (nodes.Name, nodes.Attribute))
-                and (infer.dotted_name(v.func) or "").split(".")[0] in TRAINER_PACKAGES
-                for v in values
-            ):
-                found.add(dataflow.binding_text(call.args[0]))
+        if infer.method_name(call) not in FIT_CALLS or not call.args:
+            continue
+        model, receiver = call.args[0], call.func.expr  # type: ignore[union-attr]
+        if isinstance(model, (nodes.Name, nodes.Attribute)) and _built_by_trainer(receiver):
+            found.add(dataflow.binding_text(model))
     return found
+
+
+def _built_by_trainer(receiver: nodes.NodeNG) -> bool:
+    """``receiver`` is (bound only to) a framework trainer built in the file: ``Trainer(...).fit``."""
+    values: Optional[List[nodes.NodeNG]] = [receiver] if isinstance(receiver, nodes.Call) else None
+    if isinstance(receiver, (nodes.Name, nodes.Attribute)):
+        values = dataflow.assigned_values(receiver)
+    if not values:
+        return False
+    for value in values:
+        if not isinstance(value, nodes.Call) or not isinstance(value.func, (nodes.Name, nodes.Attribute)):
+            return False
+        if (infer.dotted_name(value.func) or "").split(".")[0] not in TRAINER_PACKAGES:
+            return False
+    return True
 
 
 def used_models(loop: "loops.Loop", models: Set[str]) -> Set[str]:
@@ -503,3 +510,70 @@ def set_before_epoch_loop(setter: nodes.Call, epoch_loops: List["loops.Loop"]) -
 
 def _is_none(expr: nodes.NodeNG) -> bool:
     return isinstance(expr, nodes.Const) and expr.value is None
+
+
+class LoaderConsumers:
+    """Where the batches of the loaders of one file go, memoised per loader call.
+
+    A loader **feeds the run** when its batches reach a training loop of the file (or a framework
+    or imported function that trains from it), or an evaluation loop (one that uses a model the file
+    trains); or when it is never iterated in the file and is built beside a loader that feeds
+    training (the evaluation loader of a pair whose loop lives in another module).  A loader
+    iterated only by loops that train nothing and use no trained model (a sharding test, prompts
+    for an image pipeline) does not.
+    """
+
+    TRAIN, EVALUATE, ITERATED, UNKNOWN = "train", "evaluate", "iterated", "unknown"
+
+    def __init__(self, module: nodes.Module, loader_classes: "frozenset[str]", names: "frozenset[str]") -> None:
+        """``names``: the names a loader class may be called by in the file (a cheap syntactic
+        filter before ``loader_classes`` is checked by inference)."""
+        self.module = module
+        self.loader_classes = loader_classes
+        self.names = names
+        self._uses: "dict[int, str]" = {}
+        self._models: Optional[Set[str]] = None
+        self._trained: Optional[Set[str]] = None
+
+    def feeds_run(self, call: nodes.Call) -> bool:
+        use = self.use(call)
+        if use in (self.TRAIN, self.EVALUATE):
+            return True
+        if use == self.ITERATED:
+            return False
+        scope = call.scope()
+        for other in scope.nodes_of_class(nodes.Call):
+            if other is call or other.scope() is not scope or infer.call_name(other) not in self.names:
+                continue
+            if infer.qname(other.func) in self.loader_classes and self.use(other) == self.TRAIN:
+                return True
+        return False
+
+    def use(self, call: nodes.Call) -> str:
+        """``TRAIN``, ``EVALUATE``, ``ITERATED`` (only by loops that use no trained model) or
+        ``UNKNOWN`` (not iterated anywhere the file shows)."""
+        key = id(call)
+        if key not in self._uses:
+            uses = uses_of(call, through_prepare=True)
+            if uses.training_loops or uses.handed_to_training:
+                self._uses[key] = self.TRAIN
+            elif any(used_models(loop, self.models()) & self.trained_models() for loop in uses.other_loops):
+                self._uses[key] = self.EVALUATE
+            else:
+                self._uses[key] = self.ITERATED if uses.other_loops else self.UNKNOWN
+        return self._uses[key]
+
+    def models(self) -> Set[str]:
+        if self._models is None:
+            self._models = model_texts(self.module)
+        return self._models
+
+    def trained_models(self) -> Set[str]:
+        """Models the file trains: used by a training loop (one whose iteration runs backward) or
+        handed to a framework trainer."""
+        if self._trained is None:
+            self._trained = set(trainer_models(self.module))
+            for loop in self.module.nodes_of_class((nodes.For, nodes.While)):
+                if any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
+                    self._trained |= used_models(loop, self.models())
+        return self._trained

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 
 from astroid import nodes
 
-from ..analysis import dataflow, device, infer, loader_use, loops, training_step
+from ..analysis import dataflow, device, infer, loader_use, training_step
 from ..analysis.torch_names import DATALOADERS
 from ._base import Rule, register, text_gate
 
@@ -25,11 +25,6 @@ DATASET_BASES = frozenset({"torch.utils.data.Dataset"})
 
 #: Methods on a dict that change its keys after it is built (the ``**kwargs`` then cannot be read).
 DICT_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
-
-#: Where a loader's batches go (``StarvedDataLoader._use``): a training loop (or a framework or
-#: function of another module that trains from it), an evaluation loop of the trained model, only
-#: loops that call no trained model, or nowhere the file shows.
-_TRAIN, _EVALUATE, _ITERATED, _UNKNOWN = "train", "evaluate", "iterated", "unknown"
 
 #: Sentinel for "this setting cannot be known statically".
 _OPAQUE = object()
@@ -85,9 +80,8 @@ class StarvedDataLoader(Rule):
 
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__(ctx)
-        self._uses: Dict[int, str] = {}
-        self._trained: "Optional[set[str]]" = None
-        self._model_texts: "Optional[set[str]]" = None
+        names = device.local_aliases(ctx.module, "DataLoader")
+        self._consumers = loader_use.LoaderConsumers(ctx.module, DATALOADERS, names)
 
     def visit_call(self, node: nodes.Call) -> None:
         if not (node.args or node.keywords) or not isinstance(node.func, (nodes.Name, nodes.Attribute)):
@@ -107,56 +101,9 @@ class StarvedDataLoader(Rule):
             return
         if _batches_already_on_device(settings):
             return
-        if not self._in_training_run(node):
-            return
+        if not self._consumers.feeds_run(node):
+            return  # batches reach no training or evaluation of the trained model here
         self.report(node, problems=" and ".join(problems))
-
-    def _in_training_run(self, call: nodes.Call) -> bool:
-        """The loader feeds a training loop of the file or an evaluation loop (one that uses a
-        model a training loop uses: the trained model); or it is never iterated in the file and is
-        built beside a loader that feeds training (the evaluation loader of a pair whose loop lives
-        in another module).  A loader iterated only by loops that train nothing and call no trained
-        model (a sharding test, prompts for an image pipeline) is not the GPU's input."""
-        use = self._use(call)
-        if use in (_TRAIN, _EVALUATE):
-            return True
-        if use == _ITERATED:
-            return False
-        scope = call.scope()
-        aliases = device.local_aliases(call.root(), "DataLoader")
-        for other in scope.nodes_of_class(nodes.Call):
-            if other is call or other.scope() is not scope or infer.call_name(other) not in aliases:
-                continue
-            if infer.qname(other.func) in DATALOADERS and self._use(other) == _TRAIN:
-                return True
-        return False
-
-    def _use(self, call: nodes.Call) -> str:
-        key = id(call)
-        if key not in self._uses:
-            uses = loader_use.uses_of(call, through_prepare=True)
-            if uses.training_loops or uses.handed_to_training:
-                self._uses[key] = _TRAIN
-            elif any(loader_use.used_models(loop, self._models()) & self._trained_models() for loop in uses.other_loops):
-                self._uses[key] = _EVALUATE
-            else:
-                self._uses[key] = _ITERATED if uses.other_loops else _UNKNOWN
-        return self._uses[key]
-
-    def _models(self) -> "set[str]":
-        if self._model_texts is None:
-            self._model_texts = loader_use.model_texts(self.ctx.module)
-        return self._model_texts
-
-    def _trained_models(self) -> "set[str]":
-        """Models the file trains: used by a training loop (one whose iteration runs backward) or
-        handed to a framework trainer."""
-        if self._trained is None:
-            self._trained = set(loader_use.trainer_models(self.ctx.module))
-            for loop in self.ctx.module.nodes_of_class((nodes.For, nodes.While)):
-                if any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
-                    self._trained |= loader_use.used_models(loop, self._models())
-        return self._trained
 
 
 def _settings(call: nodes.Call) -> Optional[Dict[str, object]]:
