@@ -55,6 +55,7 @@ def run_flake8(path: Path, select: str, jobs: str) -> Tuple[float, int, int, int
 
 
 def per_file(path: Path, top: int = 5) -> List[Tuple[float, str]]:
+    from flake8_torch_preflight import engine
     from flake8_torch_preflight.analysis import build
 
     timings = []
@@ -65,7 +66,7 @@ def per_file(path: Path, top: int = 5) -> List[Tuple[float, str]]:
         except OSError:
             continue
         start = time.perf_counter()
-        build.analyse_file(str(f), lines, build.Settings())
+        engine.analyse_file(str(f), lines, build.Settings())
         timings.append((time.perf_counter() - start, str(f)))
     return sorted(timings, reverse=True)[:top]
 

@@ -13,7 +13,7 @@ the internal notes the plugin wrote on stderr (lines starting
 so that each one can be read and judged (the ledger is ``scan_ledger.md``).
 ``--slow S`` also analyses every file in-process and lists those taking more
 than S seconds.  The plugin abandons a file after a per-file time budget
-(``analysis/build.py``), so on a loaded machine a slow file may be skipped in
+(``engine.py``), so on a loaded machine a slow file may be skipped in
 one run and not in another; ``--budget 120`` replaces that budget for the scan
 so that its counts depend on the code only.  Nothing here is a test; the figures go in the README and notes.
 """
@@ -39,7 +39,7 @@ def python_files(folder: Path) -> List[Path]:
 
 #: Runs flake8's command line with the plugin's per-file time budget replaced (``--budget``).
 _BUDGET_BOOTSTRAP = (
-    "import sys; from flake8_torch_preflight.analysis import build; build.BUDGET_SECONDS = float(sys.argv.pop(1)); "
+    "import sys; from flake8_torch_preflight import engine; engine.BUDGET_SECONDS = float(sys.argv.pop(1)); "
     "from flake8.main.cli import main; sys.argv[0] = 'flake8'; raise SystemExit(main())"
 )
 
@@ -81,32 +81,33 @@ def slow_files(folder: Path, threshold: float, budget: Optional[float] = None) -
     module of the project is read by the first file that needs it."""
     from astroid.manager import AstroidManager
 
+    from flake8_torch_preflight import engine
     from flake8_torch_preflight.analysis import brain, build
 
     AstroidManager().clear_cache()  # modules read for another folder (a "utils" of another project)
     brain.install()
     slow = []
     previous_cwd = os.getcwd()
-    previous_budget = build.BUDGET_SECONDS
+    previous_budget = engine.BUDGET_SECONDS
     sys.path.insert(0, str(folder))
     os.chdir(str(folder))
     try:
         if budget is not None:
-            build.BUDGET_SECONDS = budget
+            engine.BUDGET_SECONDS = budget
         for path in python_files(folder):
             try:
                 lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
             except OSError:
                 continue
             start = time.perf_counter()
-            build.analyse_file(str(path.relative_to(folder)), lines, build.Settings())
+            engine.analyse_file(str(path.relative_to(folder)), lines, build.Settings())
             elapsed = time.perf_counter() - start
             if elapsed > threshold:
                 slow.append((elapsed, str(path.relative_to(folder))))
     finally:
         os.chdir(previous_cwd)
         sys.path.remove(str(folder))
-        build.BUDGET_SECONDS = previous_budget
+        engine.BUDGET_SECONDS = previous_budget
     return sorted(slow, reverse=True)
 
 

@@ -1,7 +1,7 @@
 """flake8 entry points: one thin class per code, all reading one shared analysis.
 
 Each class is constructed by flake8 once per file with the same ``tree``; the
-first one to run analyses the file (``analysis.build.findings_for``) and every
+first one to run analyses the file (``engine.findings_for``) and every
 class then yields only its own code's findings.  Only ``TPV001Checker``
 registers options: flake8 calls ``add_options`` on every plugin class.
 """
@@ -11,7 +11,7 @@ import ast
 from typing import Any, ClassVar, Generator, List, Optional, Sequence, Tuple
 
 from . import __version__, options
-from .analysis.build import findings_for
+from .engine import findings_for
 
 Result = Tuple[int, int, str, type]
 

@@ -20,6 +20,7 @@ from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
 from flake8.options.parse_args import parse_args
 
+from flake8_torch_preflight import engine
 from flake8_torch_preflight.analysis import build
 from flake8_torch_preflight.plugin import ENTRY_CLASSES
 
@@ -75,7 +76,7 @@ def run_plugin(path: Path, source: str, codes: Iterable[str], options: Sequence[
         parse_args(["--select", ",".join(codes), *options, str(path)])
         lines = source.splitlines(keepends=True)
         tree = ast.parse(source)
-        build._last = None
+        engine._last = None
         results = []
         for cls in ENTRY_CLASSES:
             if cls.code not in codes:
@@ -85,7 +86,7 @@ def run_plugin(path: Path, source: str, codes: Iterable[str], options: Sequence[
         return sorted(results)
     finally:
         build.SETTINGS.__dict__.update(vars(saved))
-        build._last = None
+        engine._last = None
 
 
 def compare(

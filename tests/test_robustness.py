@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from astroid.manager import AstroidManager
 
+from flake8_torch_preflight import engine
 from flake8_torch_preflight.analysis import build
 from flake8_torch_preflight.rules import REGISTRY
 
@@ -25,7 +26,7 @@ def test_a_crashing_rule_is_reported_and_the_others_still_run(monkeypatch, capsy
 
     monkeypatch.setattr(rule, "visit_for", boom, raising=False)
     source = SOFTMAX + "for i in range(3):\n    loss.backward()\n"
-    result = build.analyse_file("crash.py", _lines(source), build.Settings())
+    result = engine.analyse_file("crash.py", _lines(source), build.Settings())
     assert [f[0] for f in result["TP006"]] == [3]
     assert "TP003" not in result
     err = capsys.readouterr().err.strip().splitlines()
@@ -33,11 +34,11 @@ def test_a_crashing_rule_is_reported_and_the_others_still_run(monkeypatch, capsy
 
 
 def test_a_file_over_budget_is_skipped_with_a_note(monkeypatch, capsys) -> None:
-    monkeypatch.setattr(build, "BUDGET_SECONDS", 0.05)
+    monkeypatch.setattr(engine, "BUDGET_SECONDS", 0.05)
     chain = "\n".join("def f{}(x):\n    return f{}(x)\n".format(i, i - 1) for i in range(1, 1500))
     source = "import torch\ndef f0(x):\n    return torch.softmax(x, 1)\n" + chain + "\n"
     source += "loss = torch.nn.CrossEntropyLoss()(f1499(torch.randn(2, 3)), 0)\n" * 50
-    result = build.analyse_file("slow.py", _lines(source), build.Settings())
+    result = engine.analyse_file("slow.py", _lines(source), build.Settings())
     assert result == {}
     assert "took longer than" in capsys.readouterr().err
 
@@ -54,16 +55,16 @@ def test_a_file_over_budget_is_skipped_with_a_note(monkeypatch, capsys) -> None:
     ids=["syntax-error", "long-expression", "empty", "bom", "deep-nesting"],
 )
 def test_odd_files_never_raise(source: str, capsys) -> None:
-    build.analyse_file("odd.py", _lines(source), build.Settings())
+    engine.analyse_file("odd.py", _lines(source), build.Settings())
     assert "Traceback" not in capsys.readouterr().err
 
 
 def test_gate_skips_files_that_cannot_involve_torch(monkeypatch) -> None:
     calls = []
-    monkeypatch.setattr(build, "_analyse", lambda *a, **k: calls.append(a[0]) or {})
-    build.analyse_file("plain.py", _lines("import os\nprint(os.getcwd())\n"), build.Settings())
-    build.analyse_file("turtle_like.py", _lines("def back(t):\n    t.backward(10)\n"), build.Settings())
-    build.analyse_file("helper.py", _lines("def step(loss, opt):\n    loss.backward()\n    opt.step()\n"), build.Settings())
+    monkeypatch.setattr(engine, "_analyse", lambda *a, **k: calls.append(a[0]) or {})
+    engine.analyse_file("plain.py", _lines("import os\nprint(os.getcwd())\n"), build.Settings())
+    engine.analyse_file("turtle_like.py", _lines("def back(t):\n    t.backward(10)\n"), build.Settings())
+    engine.analyse_file("helper.py", _lines("def step(loss, opt):\n    loss.backward()\n    opt.step()\n"), build.Settings())
     # No torch import, but it receives tensors and steps an optimizer: analysed.  A ``.backward(``
     # alone (turtle.py moves a pen backward) is not enough.
     assert calls == ["helper.py"]
@@ -76,14 +77,14 @@ def test_helper_module_without_torch_import_is_still_checked() -> None:
         "        model(x).backward()\n"
         "        optimizer.step()\n"
     )
-    result = build.analyse_file("helper.py", _lines(source), build.Settings())
+    result = engine.analyse_file("helper.py", _lines(source), build.Settings())
     assert [f[0] for f in result["TP003"]] == [3]
 
 
 def test_astroid_cache_does_not_grow_per_file() -> None:
     manager = AstroidManager()
-    build.analyse_file("warm.py", _lines(SOFTMAX), build.Settings())
+    engine.analyse_file("warm.py", _lines(SOFTMAX), build.Settings())
     before = len(manager.astroid_cache)
     for i in range(40):
-        build.analyse_file("f{}.py".format(i), _lines(SOFTMAX + "y{} = 1\n".format(i)), build.Settings())
+        engine.analyse_file("f{}.py".format(i), _lines(SOFTMAX + "y{} = 1\n".format(i)), build.Settings())
     assert len(manager.astroid_cache) == before

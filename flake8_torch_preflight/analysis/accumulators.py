@@ -6,7 +6,7 @@ Syntactic helpers for rules about values kept across iterations (TP001): ``x = x
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 from astroid import nodes
 
@@ -104,4 +104,50 @@ def inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
         if parent is ancestor:
             return True
         parent = parent.parent
+    return False
+
+
+def _binding_key(node: nodes.NodeNG) -> Optional[str]:
+    """``x`` for a Name/AssignName ``x``, ``self.x`` for ``self.x``; None otherwise."""
+    if isinstance(node, (nodes.Name, nodes.AssignName)):
+        return str(node.name)
+    if (
+        isinstance(node, (nodes.Attribute, nodes.AssignAttr))
+        and isinstance(node.expr, nodes.Name)
+        and node.expr.name == "self"
+    ):
+        return "self." + str(node.attrname)
+    return None
+
+
+def _reads(expr: nodes.NodeNG, key: str) -> bool:
+    return any(_binding_key(n) == key for n in expr.nodes_of_class((nodes.Name, nodes.Attribute)))
+
+
+def reset_in_loop(root: nodes.NodeNG, loop: nodes.NodeNG, store: nodes.NodeNG) -> bool:
+    """The accumulator ``root`` is re-bound to a fresh value (one that does not read it) somewhere in
+    ``loop``'s own body, other than by ``store``: ``running_loss = 0`` in the optimizer-step branch of
+    the step loop.  What was kept is then dropped at least once per such window, so the retention
+    is bounded by the accumulation window and nothing piles up across the loop.  Nested functions
+    and classes are not the loop's code; a reset in a nested loop counts (it runs in the iteration)."""
+    key = _binding_key(root)
+    if key is None:
+        return False
+    stack: List[nodes.NodeNG] = list(loop.body)  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+            continue
+        if isinstance(node, nodes.Assign) and node is not store:
+            for target in node.targets:
+                elts = target.elts if isinstance(target, (nodes.Tuple, nodes.List)) else [target]
+                values = (
+                    node.value.elts
+                    if isinstance(node.value, (nodes.Tuple, nodes.List)) and len(node.value.elts) == len(elts)
+                    else [node.value] * len(elts)
+                )
+                for elt, value in zip(elts, values):
+                    if _binding_key(elt) == key and not _reads(value, key):
+                        return True
+        stack.extend(node.get_children())
     return False

@@ -1,28 +1,19 @@
-"""One astroid build and one walk per file, shared by every entry-point class.
+"""What one file's analysis starts from: the cheap gate, the astroid build, settings, context.
 
-flake8 builds each tree plugin once per file and hands all of them the same
-``tree`` object.  The first class to run builds the astroid module from the
-lines flake8 read, runs every selected rule in one walk, and keeps the
-findings keyed on that ``tree``; the other classes read their code's findings
-from this one-entry cache.
+``engine.py`` (above the rules) runs the rules over the module built here;
+nothing in ``analysis`` imports a rule.
 """
 from __future__ import annotations
 
 import re
-import signal
-import sys
-import threading
-import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Optional, Sequence
 
 from astroid import nodes
 from astroid.builder import AstroidBuilder
-from astroid.exceptions import AstroidSyntaxError
 from astroid.manager import AstroidManager
 
 from . import brain
-from .walker import BudgetExceeded, walk
 
 #: Text that makes a file worth an astroid build: it names torch or a torch framework.
 TORCH_MARKERS = re.compile(r"torch|lightning|transformers|accelerate|timm|deepspeed")
@@ -39,13 +30,6 @@ def worth_analysing(source: str) -> bool:
         return True
     return all(marker.search(source) for marker in HELPER_MARKERS)
 
-
-#: CPU seconds one file's analysis may take before it is abandoned (its findings
-#: dropped, a note printed).  CPU time, not wall time, so a loaded machine or
-#: ``--jobs`` oversubscription does not trip it.  Measured: a 1000-deep call
-#: chain takes ~30 s of unbounded astroid inference; training scripts of
-#: pytorch/examples take < 1 s, the largest timm files ~2 s.
-BUDGET_SECONDS = 5.0
 
 #: Private module name for checked files; ``string_build`` caches only the
 #: first module of a name, so the astroid cache does not grow per file.
@@ -76,74 +60,6 @@ class FileContext:
     memo: Dict[str, Any] = field(default_factory=dict)
 
 
-Findings = Dict[str, List[Tuple[int, int, str]]]
-_last: Optional[Tuple[object, str, Findings]] = None
-
-
-def findings_for(tree: object, filename: str, lines: Sequence[str], code: str) -> List[Tuple[int, int, str]]:
-    """Findings of ``code`` for this file, analysing the file on first request."""
-    global _last
-    if _last is None or _last[0] is not tree or _last[1] != filename:
-        _last = (tree, filename, analyse_file(filename, lines, SETTINGS))
-    return _last[2].get(code, [])
-
-
-def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Findings:
-    """Run every selected rule on one file; never raises."""
-    from ..rules import ALL_RULES  # rules import analysis, not the other way round at import time
-
-    source = "".join(lines)
-    rules = [
-        r
-        for r in ALL_RULES
-        if (settings.selected is None or r.code in settings.selected)
-        and (r.requires is None or r.requires.search(source))
-    ]
-    if not rules or not worth_analysing(source):
-        return {}
-    brain.install()  # once per process, outside the budget (stubs and common stdlib modules)
-    brain.begin_file(filename)
-    deadline = time.process_time() + BUDGET_SECONDS
-    too_slow = "took longer than {:.0f} s and was skipped".format(BUDGET_SECONDS)
-    try:
-        with _time_budget(BUDGET_SECONDS):
-            return _analyse(filename, source, lines, settings, rules, deadline)
-    except BudgetExceeded:
-        _note(filename, "analysis", too_slow)
-    except Exception as exc:  # never let one file abort the flake8 run
-        if time.process_time() >= deadline:
-            # The alarm fired inside C code (ast.parse turns it into a SystemError).
-            _note(filename, "analysis", too_slow)
-        else:
-            _note(filename, "analysis", "failed: {}: {}".format(type(exc).__name__, exc))
-    finally:
-        _reset_inference_caches()
-    return {}
-
-
-def _analyse(
-    filename: str, source: str, lines: Sequence[str], settings: Settings, rules: List[Any], deadline: float
-) -> Findings:
-    try:
-        module = build_module(source, filename)
-    except AstroidSyntaxError:
-        return {}  # flake8 reports E999 itself
-    except RecursionError:
-        return {}  # very long expressions overflow astroid's rebuilder; nothing to say
-    ctx = FileContext(module, filename, lines, settings)
-    instances = [rule(ctx) for rule in rules]
-    failures: Dict[str, BaseException] = {}
-    walk(module, instances, failures, deadline)
-    result: Findings = {}
-    for rule in instances:
-        if rule.code in failures:
-            exc = failures[rule.code]
-            _note(filename, rule.code, "failed: {}: {}".format(type(exc).__name__, exc))
-            continue
-        result[rule.code] = sorted(set(rule.findings))
-    return result
-
-
 def build_module(source: str, path: str) -> nodes.Module:
     """The astroid module of one file's source, built as the plugin builds it: stubs installed,
     the private module name, ``path`` as its file (so sibling modules resolve beside it).
@@ -152,51 +68,3 @@ def build_module(source: str, path: str) -> nodes.Module:
     """
     brain.install()
     return AstroidBuilder(AstroidManager()).string_build(source, _MODNAME, path)
-
-
-def _note(filename: str, what: str, text: str) -> None:
-    """Make an internal problem visible without stopping flake8 (stderr, one line)."""
-    sys.stderr.write("flake8-torch-preflight: {} on {} {}; please report it\n".format(what, filename, text))
-
-
-def _reset_inference_caches() -> None:
-    try:
-        from astroid import context
-
-        context._invalidate_cache()
-    except Exception:  # pragma: no cover - internal API moved
-        pass
-    try:
-        from astroid.inference_tip import clear_inference_tip_cache
-
-        clear_inference_tip_cache()
-    except Exception:  # pragma: no cover
-        pass
-
-
-class _time_budget:
-    """SIGPROF-based CPU-time budget on POSIX main threads; a no-op elsewhere (the walker
-    still checks the deadline between nodes)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.active = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-        self.previous: Any = None
-
-    def __enter__(self) -> "_time_budget":
-        if self.active:
-            try:
-                self.previous = signal.signal(signal.SIGPROF, _raise_budget)
-                signal.setitimer(signal.ITIMER_PROF, self.seconds)
-            except (ValueError, OSError):  # pragma: no cover - embedded interpreters
-                self.active = False
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.active:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            signal.signal(signal.SIGPROF, self.previous if self.previous is not None else signal.SIG_DFL)
-
-
-def _raise_budget(signum: int, frame: object) -> None:
-    raise BudgetExceeded()

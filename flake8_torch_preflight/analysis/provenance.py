@@ -1375,12 +1375,19 @@ def _env_key(node: nodes.NodeNG) -> Optional[str]:
 
 def _receiver_roots(target: nodes.NodeNG) -> List[nodes.NodeNG]:
     """Names a backpropagated expression is read from along its receiver chain
-    (``loss`` for ``loss``, ``loss.mean()``, ``out.loss``, ``losses[0]``)."""
+    (``loss`` for ``loss``, ``loss.mean()``, ``out.loss``, ``losses[0]``).
+
+    A call of a member of the object (``self.loss(out, y)``, ``self.compute_loss(batch)``) is a
+    callee's result, not a value read from ``self``: it has no root (otherwise ``self`` itself would
+    be confirmed grad-bearing, and with it every value computed through ``self``, timing floats
+    included)."""
     node = target
     while True:
         if isinstance(node, nodes.Name) or _is_self_attr(node):
             return [node]
         if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute):
+            if isinstance(node.func.expr, nodes.Name) and node.func.expr.name in ("self", "cls"):
+                return []
             node = node.func.expr
         elif isinstance(node, nodes.Attribute):
             node = node.expr

@@ -8,12 +8,16 @@ dropped and the error is reported by the caller); the other rules go on.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Tuple
 
 from astroid import nodes
 
-if TYPE_CHECKING:
-    from ..rules._base import Rule
+
+
+class Rule(Protocol):
+    """What the walker needs of a rule (the rules package defines the real base class)."""
+
+    code: str
 
 Handler = Callable[[nodes.NodeNG], None]
 

@@ -167,6 +167,8 @@ class GraphRetention(Rule):
             return  # a name the analysis cannot bind (a builtin, a star import): unknown
         if defs and all(accumulators.inside(d.node, loop) for d in defs):
             return  # a container created fresh in this iteration
+        if accumulators.reset_in_loop(root, loop, store):
+            return  # re-bound fresh in the loop (``running_loss = 0`` at each optimizer step): bounded
         holders = frozenset(id(d) for d in defs) | made
         scope = p.scope_of(store)
         in_loop = {id(c) for c in loops.loop_calls(loop)}
