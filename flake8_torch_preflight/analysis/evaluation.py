@@ -10,12 +10,14 @@ a model frozen with ``requires_grad_(False)``.  All syntactic except where noted
 """
 from __future__ import annotations
 
+import os
 import re
-from typing import List, Optional, Set, Tuple
+from typing import Callable, FrozenSet, List, Optional, Set, Tuple
 
 from astroid import nodes
 
 from . import dataflow, infer, loops
+from .models import SELF_RETURNING_METHODS as _SELF_RETURNING
 
 #: Words of a function name that make it an evaluation or inference function.
 EVAL_FUNCTION_WORDS = frozenset(
@@ -107,6 +109,8 @@ def _words(name: str) -> List[str]:
 
 
 def eval_named(func: nodes.FunctionDef) -> bool:
+    if pytest_function(func):
+        return False  # the name says what is tested (``test_inference_mode_...``), not that it evaluates
     words = set(_words(func.name)) & EVAL_FUNCTION_WORDS
     if not words:
         return False
@@ -204,3 +208,120 @@ def _last_mode_call(stmt: nodes.NodeNG, wanted: str) -> Optional[Tuple[str, str]
         if result is None or key > result[0]:
             result = (key, (mode, receiver))
     return result[1] if result is not None else None
+
+
+# ---------------------------------------------------------------- pytest functions
+#: Modules whose import makes a file a test module (its ``test_*`` functions are test cases).
+TEST_FRAMEWORKS = frozenset({"pytest", "unittest"})
+
+
+def pytest_function(func: nodes.FunctionDef) -> bool:
+    """A ``test_*`` function collected by pytest/unittest: in a test module (``test_*.py``,
+    ``*_test.py``, or a file importing pytest/unittest) or a method of a ``Test*`` class.  Its name
+    describes what it tests (``test_inference_mode_...``), not an evaluation pass."""
+    if not func.name.startswith("test_"):
+        return False
+    klass = func.parent.frame() if isinstance(func.parent, nodes.ClassDef) else None
+    if klass is not None and isinstance(klass, nodes.ClassDef) and klass.name.startswith("Test"):
+        return True
+    module = func.root()
+    base = os.path.basename(getattr(module, "file", None) or "")
+    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+        return True
+    for node in module.body:
+        if isinstance(node, nodes.Import) and any(n.split(".")[0] in TEST_FRAMEWORKS for n, _ in node.names):
+            return True
+        if isinstance(node, nodes.ImportFrom) and (node.modname or "").split(".")[0] in TEST_FRAMEWORKS:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- models built frozen (PEFT)
+#: PEFT classes whose ``from_pretrained`` loads the adapter in inference mode (every parameter
+#: frozen) unless ``is_trainable=True`` is passed.
+PEFT_LOADED_FROZEN = re.compile(r"^peft(\.\w+)*\.(PeftModel\w*|AutoPeftModel\w*|PeftMixedModel)$")
+
+#: PEFT functions wrapping a model with a config (frozen when the config says ``inference_mode=True``).
+PEFT_WRAPPERS = frozenset({"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"})
+
+#: ``merge_and_unload()`` folds the adapter into the base model, whose parameters PEFT froze.  PEFT's
+#: own method name, read without resolving the receiver (PEFT is never read): a name-based fallback.
+MERGE_METHODS = frozenset({"merge_and_unload"})
+
+
+def frozen_model(model: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], Optional[FrozenSet[object]]]) -> bool:
+    """Every binding reaching ``model`` (a Name or ``self.attr``; ``reaching`` gives the flow-sensitive
+    Defs, see ``provenance.reaching_defs``) builds a model whose parameters are all frozen:
+    ``PeftModel.from_pretrained(...)`` without ``is_trainable=True``, ``x.merge_and_unload()``, or
+    ``get_peft_model(base, <Config>(..., inference_mode=True))``.  Autograd then records nothing."""
+    model = unwrap(model)
+    defs = reaching(model)
+    if not defs:
+        return False
+    for d in defs:
+        node = getattr(d, "node", None)
+        assign = node.parent if node is not None else None
+        if not (isinstance(assign, nodes.Assign) and node in assign.targets):
+            return False
+        if not _frozen_producer(assign.value, reaching, 0):
+            return False
+    return True
+
+
+def _frozen_producer(value: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], Optional[FrozenSet[object]]],
+                     depth: int) -> bool:
+    while (
+        isinstance(value, nodes.Call)
+        and isinstance(value.func, nodes.Attribute)
+        and value.func.attrname in _SELF_RETURNING
+        and value.func.attrname != "requires_grad_"
+    ):
+        value = value.func.expr  # PeftModel.from_pretrained(...).to(device).eval()
+    if not isinstance(value, nodes.Call):
+        return False
+    func = value.func
+    if isinstance(func, nodes.Attribute) and func.attrname in MERGE_METHODS:
+        return True
+    if isinstance(func, nodes.Attribute) and func.attrname == "from_pretrained":
+        owner = infer.dotted_name(func.expr)
+        if owner is None or not PEFT_LOADED_FROZEN.match(owner):
+            return False
+        for kw in value.keywords or ():
+            if kw.arg == "is_trainable":
+                return isinstance(kw.value, nodes.Const) and kw.value.value is False
+        return True
+    if infer.dotted_name(func) in PEFT_WRAPPERS:
+        config = _argument(value, 1, "peft_config")
+        return config is not None and depth < 2 and _inference_config(config, reaching)
+    return False
+
+
+def _inference_config(config: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], Optional[FrozenSet[object]]]) -> bool:
+    """A PEFT config built with ``inference_mode=True`` (inline, or the one assignment reaching a name)."""
+    if isinstance(config, (nodes.Name, nodes.Attribute)):
+        defs = reaching(config)
+        if not defs or len(defs) != 1:
+            return False
+        node = getattr(next(iter(defs)), "node", None)
+        assign = node.parent if node is not None else None
+        if not (isinstance(assign, nodes.Assign) and node in assign.targets):
+            return False
+        config = assign.value
+    if not isinstance(config, nodes.Call):
+        return False
+    name = infer.dotted_name(config.func)
+    if name is None or not name.startswith("peft.") or not name.endswith("Config"):
+        return False
+    for kw in config.keywords or ():
+        if kw.arg == "inference_mode":
+            return isinstance(kw.value, nodes.Const) and kw.value.value is True
+    return False
+
+
+def _argument(call: nodes.Call, index: int, keyword: str) -> Optional[nodes.NodeNG]:
+    if len(call.args) > index and not isinstance(call.args[index], nodes.Starred):
+        return call.args[index]
+    for kw in call.keywords or ():
+        if kw.arg == keyword:
+            return kw.value
+    return None

@@ -106,6 +106,8 @@ class MissingNoGrad(Rule):
             return  # its output reaches a backward(): not an evaluation
         if self._frozen(func, model):
             return  # requires_grad_(False) on the model: no graph is recorded
+        if evaluation.frozen_model(model, p.reaching_defs):
+            return  # built frozen (PEFT adapter loaded for inference, merged, inference_mode=True)
         if node.lineno in self._reported_lines:
             return
         self._reported_lines.add(node.lineno)

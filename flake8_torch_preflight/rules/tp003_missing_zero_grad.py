@@ -1,13 +1,11 @@
 """TP003 missing-zero-grad: backward() in a loop that steps an optimizer it never zeroes."""
 from __future__ import annotations
 
-import re
 from typing import List, Optional, Tuple
 
 from astroid import nodes
 
-from ..analysis import dataflow, infer, loops
-from ..analysis.torch_names import GRAD_SCALERS, OPTIMIZER_BASES
+from ..analysis import dataflow, gradients, infer, loops
 from ._base import Rule, register, text_gate
 
 #: Method names that clear gradients when called on an optimizer or a module.
@@ -18,10 +16,6 @@ GRAD_TENSOR_RESETS = frozenset({"zero_", "detach_", "fill_"})
 
 #: ``dist_autograd.backward(context_id, [loss])`` writes gradients into its context, not .grad.
 CONTEXT_BACKWARDS = frozenset({"torch.distributed.autograd.backward"})
-
-#: Fallback, used only when a receiver's binding cannot be resolved (a function
-#: parameter, an opaque call): names people give optimizers.
-OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|\d|$)", re.IGNORECASE)
 
 
 @register
@@ -80,7 +74,9 @@ class MissingZeroGrad(Rule):
         clears_all = any(_clears_grad_tensor(c) for c in calls) or _assigns_grad_none(loop)
         if clears_all:
             return
-        resets = [c.func.expr for c in calls if infer.method_name(c) in GRAD_RESETS and isinstance(c.func, nodes.Attribute)]
+        resets = [
+            c.func.expr for c in calls if infer.method_name(c) in GRAD_RESETS and isinstance(c.func, nodes.Attribute)
+        ]
         for step_call, optimizer in _owned_steps(loop, calls):
             if any(_clears(reset, optimizer) for reset in resets):
                 continue
@@ -121,7 +117,7 @@ def _owned_steps(loop: "loops.Loop", calls: List[nodes.Call]) -> List[Tuple[node
             continue
         if not _owned_by(call, loop):
             continue
-        optimizer = _stepped_optimizer(call)
+        optimizer = gradients.stepped_optimizer(call)
         if optimizer is not None:
             owned.append((call, optimizer))
     return owned
@@ -145,36 +141,11 @@ def _inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
     return False
 
 
-def _stepped_optimizer(call: nodes.Call) -> Optional[nodes.NodeNG]:
-    """The optimizer a ``step`` call updates, or None when it is not an optimizer step."""
-    receiver = call.func.expr  # type: ignore[union-attr]
-    if infer.is_instance_of(receiver, GRAD_SCALERS) or _named_scaler(receiver):
-        if call.args and not isinstance(call.args[0], nodes.Starred):
-            return call.args[0] if _is_optimizer(call.args[0]) else None
-        return None
-    return receiver if _is_optimizer(receiver) else None
-
-
-def _named_scaler(expr: nodes.NodeNG) -> bool:
-    name = dataflow.terminal_name(expr)
-    return infer.safe_infer(expr) is None and name is not None and "scaler" in name.lower()
-
-
-def _is_optimizer(expr: nodes.NodeNG) -> bool:
-    """Resolved to a torch optimizer; or unresolvable and named like one."""
-    if infer.is_instance_of(expr, OPTIMIZER_BASES):
-        return True
-    if infer.safe_infer(expr) is not None:
-        return False  # bound to something else: a scheduler, an environment, a user object
-    name = dataflow.terminal_name(expr)
-    return name is not None and OPTIMIZER_NAME.search(name) is not None
-
-
 def _clears(reset: nodes.NodeNG, optimizer: nodes.NodeNG) -> bool:
     """Does ``reset.zero_grad()`` clear the gradients ``optimizer`` steps with?  In doubt: yes."""
     if dataflow.binding_text(reset) == dataflow.binding_text(optimizer):
         return True
-    if _is_optimizer(reset):
+    if gradients.is_optimizer(reset):
         return not _different_optimizers(reset, optimizer)
     # A module (or something unknown): it clears the optimizer's gradients unless
     # the optimizer provably holds another module's parameters.
@@ -221,4 +192,3 @@ def _backward_before(backwards: List[nodes.Call], calls: List[nodes.Call], step:
     position = {id(c): i for i, c in enumerate(calls)}
     before = [b for b in backwards if position[id(b)] < position[id(step)]]
     return before[-1] if before else backwards[0]
-
