@@ -1117,6 +1117,8 @@ class _Runner:
             receiver = self.expr(func.expr, env)
         elif not isinstance(func, nodes.Name):
             self.expr(func, env)
+        else:
+            self.name(func, env)  # records the Defs reaching the callee (``reaching_defs``); value unused
         args = [self.expr(a, env) for a in call.args]
         kwargs = {kw.arg: self.expr(kw.value, env) for kw in call.keywords or ()}
         self.p._mode[id(call)] = _join_mode(self.p._mode.get(id(call)), env.mode)
