@@ -171,11 +171,64 @@ def _kind_of_value(value: object) -> Optional[str]:
         return None
     if infer.class_is_subclass_of(cls, LOSS_BASES):
         return LOSS
-    if cls.qname() in PARAMETERLESS_LAYERS:
+    if cls.qname() in PARAMETERLESS_LAYERS or _parameter_free_class(cls):
         return LAYER
     if infer.class_is_subclass_of(cls, MODULE_BASES) or _third_party_model_class(cls):
         return MODEL
     return None
+
+
+#: Calls that give a module parameters or submodules without a ``self.x = ...`` statement.
+REGISTERING_CALLS = frozenset({"register_parameter", "register_module", "add_module", "setattr", "register_buffer"})
+
+
+def _parameter_free_class(cls: nodes.ClassDef) -> bool:
+    """A class of the checked file deriving directly from ``nn.Module`` whose methods only ever store
+    constants (or parameters with constant defaults) on ``self``: a ``DropPath``/``DropBlock2d``.
+    It has no parameters, so autograd records nothing on a constant input."""
+    if cls.qname().startswith("torch.") or str(getattr(cls.root(), "file", "") or "").endswith(".pyi"):
+        return False  # torch's own classes (stubs) declare no __init__ body: never read as parameter-free
+    if len(cls.bases) != 1:
+        return False
+    base = infer.safe_infer(cls.bases[0])
+    if not (isinstance(base, nodes.ClassDef) and base.qname() == "torch.nn.Module"):
+        return False
+    for func in cls.mymethods():
+        for call in func.nodes_of_class(nodes.Call):
+            if infer.call_name(call) in REGISTERING_CALLS:
+                return False
+        for assign in func.nodes_of_class((nodes.Assign, nodes.AnnAssign, nodes.AugAssign)):
+            targets = assign.targets if isinstance(assign, nodes.Assign) else [assign.target]
+            stores_on_self = any(
+                isinstance(t, nodes.AssignAttr) and isinstance(t.expr, nodes.Name) and t.expr.name == "self"
+                for target in targets
+                for t in [target] + list(target.nodes_of_class(nodes.AssignAttr))
+            )
+            if stores_on_self and not _constant_value(assign.value, func):
+                return False
+    return True
+
+
+def _constant_value(value: Optional[nodes.NodeNG], func: nodes.FunctionDef) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, nodes.Const):
+        return True
+    if isinstance(value, (nodes.UnaryOp, nodes.BinOp, nodes.BoolOp, nodes.Compare)):
+        return all(_constant_value(child, func) for child in value.get_children())
+    if isinstance(value, nodes.Name):
+        args = func.args
+        names = [a.name for a in (args.args or [])] + [a.name for a in (args.kwonlyargs or [])]
+        if value.name not in names:
+            return False
+        positional = [a.name for a in (args.args or [])]
+        if value.name in positional:
+            index = positional.index(value.name) - (len(positional) - len(args.defaults or []))
+            return index >= 0 and isinstance(args.defaults[index], nodes.Const)
+        kw_index = [a.name for a in (args.kwonlyargs or [])].index(value.name)
+        defaults = args.kw_defaults or []
+        return kw_index < len(defaults) and isinstance(defaults[kw_index], nodes.Const)
+    return False
 
 
 def _third_party_model_class(cls: nodes.ClassDef) -> bool:
