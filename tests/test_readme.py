@@ -42,7 +42,7 @@ def rule_sections() -> str:
     parts = []
     for rule in ALL_RULES:
         title = "{} {}".format(rule.code, rule.slug)
-        found = run_plugin(ROOT / "example.py", textwrap.dedent(rule.example_bad), [rule.code], EXAMPLE_OPTIONS)
+        found = run_plugin(Path("example.py"), textwrap.dedent(rule.example_bad), [rule.code], EXAMPLE_OPTIONS)
         message = found[0][2] if found else rule.code + " " + rule.message
         parts.append(
             "\n".join(
