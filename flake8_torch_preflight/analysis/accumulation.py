@@ -260,7 +260,7 @@ def _trivial(divisor: nodes.NodeNG) -> bool:
 
 def _gated_by(node: nodes.NodeNG, gate: nodes.NodeNG) -> bool:
     """``node`` runs under ``gate`` (inside the ``if``, or after the ``continue`` gate)."""
-    if gradients.inside(node, gate):
+    if loops.inside(node, gate):
         return True
     if isinstance(gate, nodes.If) and _exits_early(gate):
         return bool(node.lineno and gate.lineno and node.lineno > gate.tolineno)
@@ -328,7 +328,7 @@ def _steps_after(loop: nodes.For) -> bool:
         if isinstance(stmt, (nodes.FunctionDef, nodes.ClassDef)):
             continue
         for call in loops.calls_in([stmt], HELPER_DEPTH):
-            after = (call.lineno or 0) > end and not gradients.inside(call, loop)
+            after = (call.lineno or 0) > end and not loops.inside(call, loop)
             if after and gradients.stepped_optimizer(call) is not None:
                 return True
     return False

@@ -98,15 +98,6 @@ def container_root(container: nodes.NodeNG) -> Optional[nodes.NodeNG]:
             return None
 
 
-def inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent is ancestor:
-            return True
-        parent = parent.parent
-    return False
-
-
 def _binding_key(node: nodes.NodeNG) -> Optional[str]:
     """``x`` for a Name/AssignName ``x``, ``self.x`` for ``self.x``; None otherwise."""
     if isinstance(node, (nodes.Name, nodes.AssignName)):

@@ -26,6 +26,18 @@ def assigned_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
     return None
 
 
+def single_binding(name: nodes.Name) -> Optional[nodes.AssignName]:
+    """The one ``AssignName`` that binds ``name`` where it is used (a parameter, a loop target, a
+    plain assignment), or None when there are several bindings, none, or another kind."""
+    try:
+        _, bindings = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return None
+    if len(bindings) != 1 or not isinstance(bindings[0], nodes.AssignName):
+        return None
+    return bindings[0]
+
+
 def _name_values(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     try:
         _, bindings = name.lookup(name.name)

@@ -17,7 +17,6 @@ from typing import Dict, FrozenSet, List, Optional, Set
 
 from astroid import nodes
 from astroid.bases import Instance
-from astroid.exceptions import AstroidError
 
 from . import brain, dataflow, infer
 from .torch_names import MODULE_BASES
@@ -231,14 +230,11 @@ def iteration_source(name: nodes.Name) -> "Optional[tuple[nodes.NodeNG, List[int
 
     ``for n, p in model.named_parameters()`` gives ``(model.named_parameters(), [1])`` for ``p``.
     """
-    try:
-        _, bindings = name.lookup(name.name)
-    except (AstroidError, RecursionError):
-        return None
-    if len(bindings) != 1 or not isinstance(bindings[0], nodes.AssignName):
+    binding = dataflow.single_binding(name)
+    if binding is None:
         return None
     path: List[int] = []
-    child: nodes.NodeNG = bindings[0]
+    child: nodes.NodeNG = binding
     parent = child.parent
     while isinstance(parent, (nodes.Tuple, nodes.List)):
         path.insert(0, parent.elts.index(child))

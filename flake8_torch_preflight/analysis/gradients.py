@@ -181,12 +181,3 @@ def with_items_around(node: nodes.NodeNG) -> Iterator[Tuple[nodes.NodeNG, nodes.
         child = parent
         parent = parent.parent
 
-
-def inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
-    """``ancestor`` is a strict ancestor of ``node``."""
-    parent = node.parent
-    while parent is not None:
-        if parent is ancestor:
-            return True
-        parent = parent.parent
-    return False

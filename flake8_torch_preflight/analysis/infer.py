@@ -16,6 +16,8 @@ from astroid.bases import BoundMethod, Instance, UnboundMethod
 from astroid.exceptions import AstroidError
 from astroid.util import UninferableBase
 
+from . import dataflow
+
 #: Inferred values looked at per node; more than this is treated as "unknown".
 MAX_RESULTS = 8
 
@@ -280,13 +282,10 @@ def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     function has no call site in the file, or when a call site is opaque
     (``*args``/``**kwargs``) for this parameter.  Defaults count as arguments.
     """
-    try:
-        _, bindings = name.lookup(name.name)
-    except (AstroidError, RecursionError):
+    binding = dataflow.single_binding(name)
+    if binding is None:
         return None
-    if len(bindings) != 1 or not isinstance(bindings[0], nodes.AssignName):
-        return None
-    arguments = bindings[0].parent
+    arguments = binding.parent
     func = arguments.parent if isinstance(arguments, nodes.Arguments) else None
     if not isinstance(func, nodes.FunctionDef) or func.is_method():
         return None

@@ -25,6 +25,16 @@ def enclosing_loops(node: nodes.NodeNG) -> List[Loop]:
     return loops
 
 
+def inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
+    """``ancestor`` is a strict ancestor of ``node``."""
+    parent = node.parent
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
 def innermost(node: nodes.NodeNG) -> Optional[Loop]:
     loops = enclosing_loops(node)
     return loops[0] if loops else None

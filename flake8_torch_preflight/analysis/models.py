@@ -283,15 +283,9 @@ def _kind_of_producer(value: nodes.NodeNG, depth: int) -> Optional[str]:
 
 def _kind_of_name_binding(name: nodes.Name, depth: int) -> Optional[str]:
     """Loop targets over module containers, ``prepare`` unpacking, parameters via call sites."""
-    from astroid.exceptions import AstroidError
-
-    try:
-        _, bindings = name.lookup(name.name)
-    except (AstroidError, RecursionError):
+    binding = dataflow.single_binding(name)
+    if binding is None:
         return None
-    if len(bindings) != 1 or not isinstance(bindings[0], nodes.AssignName):
-        return None
-    binding = bindings[0]
     parent = binding.parent
     if isinstance(parent, (nodes.For, nodes.Comprehension)) and parent.target is binding:
         iterable = parent.iter

@@ -13,11 +13,11 @@ from typing import Callable, Dict, List, Optional, Protocol, Tuple
 from astroid import nodes
 
 
-
 class Rule(Protocol):
     """What the walker needs of a rule (the rules package defines the real base class)."""
 
     code: str
+
 
 Handler = Callable[[nodes.NodeNG], None]
 

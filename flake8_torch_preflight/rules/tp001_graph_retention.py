@@ -165,7 +165,7 @@ class GraphRetention(Rule):
             return
         if not defs and not isinstance(root, (nodes.Attribute, nodes.AssignAttr)):
             return  # a name the analysis cannot bind (a builtin, a star import): unknown
-        if defs and all(accumulators.inside(d.node, loop) for d in defs):
+        if defs and all(loops.inside(d.node, loop) for d in defs):
             return  # a container created fresh in this iteration
         if accumulators.reset_in_loop(root, loop, store):
             return  # re-bound fresh in the loop (``running_loss = 0`` at each optimizer step): bounded

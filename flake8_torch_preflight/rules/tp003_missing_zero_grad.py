@@ -127,18 +127,9 @@ def _owned_by(call: nodes.Call, loop: "loops.Loop") -> bool:
     """Is ``loop`` the innermost loop that runs ``call``?  A call in a loop-free helper runs once
     per iteration of the loop that calls the helper."""
     inner = loops.innermost(call)
-    if _inside(call, loop):
+    if loops.inside(call, loop):
         return inner is loop
     return inner is None
-
-
-def _inside(node: nodes.NodeNG, ancestor: nodes.NodeNG) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent is ancestor:
-            return True
-        parent = parent.parent
-    return False
 
 
 def _clears(reset: nodes.NodeNG, optimizer: nodes.NodeNG) -> bool:

@@ -220,7 +220,7 @@ class DdpSampler(Rule):
             for arg in (_argument(loader, "sampler", 3), _argument(loader, "batch_sampler", 4)):
                 if arg is None:
                     continue
-                if arg is sampler or gradients.inside(sampler, arg):
+                if arg is sampler or loops.inside(sampler, arg):
                     found.append(loader)
                 elif sampler_text is not None and any(
                     dataflow.binding_text(n) == sampler_text and loader_use.bound_among(n, [sampler])

@@ -198,7 +198,7 @@ def _exclusive(a: nodes.NodeNG, b: nodes.NodeNG) -> bool:
     while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.ClassDef, nodes.Module)):
         if isinstance(parent, nodes.If):
             other = parent.orelse if child in parent.body else parent.body if child in parent.orelse else []
-            if any(stmt is b or gradients.inside(b, stmt) for stmt in other):
+            if any(stmt is b or loops.inside(b, stmt) for stmt in other):
                 return True
         child, parent = parent, parent.parent
     return False
