@@ -88,3 +88,24 @@ def test_astroid_cache_does_not_grow_per_file() -> None:
     for i in range(40):
         engine.analyse_file("f{}.py".format(i), _lines(SOFTMAX + "y{} = 1\n".format(i)), build.Settings())
     assert len(manager.astroid_cache) == before
+
+
+REFUSED_STDLIB = SOFTMAX + (
+    "import argparse\nimport typing\nfrom collections import namedtuple\nfrom typing import NamedTuple\n"
+    "Saved = namedtuple('Saved', ['log_prob', 'value'])\n"
+    "class Point(NamedTuple):\n    x: int\n"
+    "args = argparse.ArgumentParser().parse_args()\n"
+    "p = Point(args.x)\nq = Saved(p.x, typing.cast(int, args.y))\n"
+    "out = torch.nn.CrossEntropyLoss()(F.softmax(torch.randn(2, 3), 1), torch.tensor([q.value, p.x]))\n"
+)
+
+
+def test_refused_stdlib_modules_are_unknown_not_errors(capsys) -> None:
+    """typing and argparse are not read (brain.STDLIB_READ): their values are unknown, astroid's
+    namedtuple/NamedTuple inference on them does not surface as an internal error, and rules
+    that need nothing from them still report."""
+    result = engine.analyse_file("stdlib.py", _lines(REFUSED_STDLIB), build.Settings())
+    assert [f[0] for f in result["TP006"]] == [3, 14]
+    assert capsys.readouterr().err == ""
+    cache = AstroidManager().astroid_cache
+    assert "argparse" not in cache and "typing" not in cache

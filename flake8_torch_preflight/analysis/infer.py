@@ -25,7 +25,9 @@ MAX_RESULTS = 8
 def _infer_all(node: nodes.NodeNG) -> Optional[List[object]]:
     try:
         values = list(itertools.islice(node.infer(), MAX_RESULTS + 1))
-    except (AstroidError, RecursionError, StopIteration):
+    except (AstroidError, RecursionError, StopIteration, AssertionError):
+        # AssertionError: astroid's inference tips assert on what they find (the namedtuple tip
+        # when ``typing`` is a refused module); for us that is one more "unknown".
         return None
     if not values or len(values) > MAX_RESULTS:
         return None
