@@ -109,3 +109,12 @@ def test_refused_stdlib_modules_are_unknown_not_errors(capsys) -> None:
     assert capsys.readouterr().err == ""
     cache = AstroidManager().astroid_cache
     assert "argparse" not in cache and "typing" not in cache
+
+
+def test_collector_thresholds_are_restored_after_each_file(capsys) -> None:
+    import gc
+
+    before = gc.get_threshold()
+    engine.analyse_file("softmax.py", _lines(SOFTMAX), build.Settings())
+    engine.analyse_file("odd.py", _lines("import torch\ndef f(:\n"), build.Settings())
+    assert gc.get_threshold() == before

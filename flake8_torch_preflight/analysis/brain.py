@@ -128,6 +128,16 @@ def _outside_project(modname: str, context_dir: str) -> Optional[bool]:
     return not _below(location, context_dir)
 
 
+def never_read(modname: str) -> bool:
+    """True when astroid is never given ``modname`` while checking the current file (an installed
+    package, a standard-library module outside ``STDLIB_READ``): inference through a name
+    imported from it is always unknown, so callers may skip asking."""
+    top = modname.split(".")[0]
+    if not top or top == "torch":
+        return False
+    return _outside_project(top, _current_dir) is True
+
+
 def _refused(modname: str, context_dir: str) -> bool:
     outside = _outside_project(modname, context_dir)
     if outside is None:

@@ -36,6 +36,8 @@ PROCESS_CLASSES = frozenset(
     {("multiprocessing", "Process"), ("torch.multiprocessing", "Process"), ("multiprocessing.context", "Process")}
 )
 
+_LAUNCHER_NAMES = frozenset(name for _, name in SPAWN_FUNCTIONS | PROCESS_CLASSES)
+
 
 def is_main_guard(node: nodes.NodeNG) -> bool:
     """``if __name__ == "__main__":`` (either operand order)."""
@@ -95,7 +97,9 @@ def launched_function(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     ``torch.multiprocessing.spawn`` / ``start_processes``, the ``target=`` of a ``Process``."""
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return None
-    dotted = infer.dotted_name(call.func) or infer.qname(call.func)
+    dotted = infer.dotted_name(call.func)  # the file's imports, aliases included (no inference)
+    if dotted is None and infer.call_name(call) in _LAUNCHER_NAMES:
+        dotted = infer.qname(call.func)  # e.g. ``mp = torch.multiprocessing``
     name = tuple(dotted.rsplit(".", 1)) if dotted and "." in dotted else None
     if name in SPAWN_FUNCTIONS:
         target: Optional[nodes.NodeNG] = call.args[0] if call.args else None
@@ -115,6 +119,8 @@ def constructed_local_class(call: nodes.Call) -> Optional[nodes.ClassDef]:
     """The class of the checked file that ``call`` instantiates, or None."""
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return None
+    if infer.call_name(call) not in loops.defined_class_names(call.root()):
+        return None  # no class of that name in the file (an alias of a local class is missed)
     value = infer.safe_infer(call.func)
     if isinstance(value, nodes.ClassDef) and value.root() is call.root():
         return value

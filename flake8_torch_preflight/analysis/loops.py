@@ -88,6 +88,18 @@ def defined_function_names(module: nodes.Module) -> Set[str]:
     return names
 
 
+_CLASSES: "weakref.WeakKeyDictionary[nodes.Module, Set[str]]" = weakref.WeakKeyDictionary()
+
+
+def defined_class_names(module: nodes.Module) -> Set[str]:
+    """Names of every ``class`` in the file: a cheap filter before inferring a constructor call."""
+    names = _CLASSES.get(module)
+    if names is None:
+        names = {c.name for c in module.nodes_of_class(nodes.ClassDef)}
+        _CLASSES[module] = names
+    return names
+
+
 def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     """The function of the checked file that ``call`` invokes, or None (stubs and libraries excluded)."""
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):

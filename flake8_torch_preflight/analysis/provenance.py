@@ -114,6 +114,30 @@ PASS_BUILTINS = frozenset(
      "filter", "dict", "set", "getattr", "frozenset"}
 )
 
+def host_value(expr: nodes.NodeNG) -> bool:
+    """``expr`` is, by its syntax alone, a value without a graph: a literal, ``t.item()`` and the
+    other stop methods, ``t.shape``, a builtin such as ``len(t)`` or ``float(t)`` that the file does
+    not rebind, or arithmetic on those.  The whole-file analysis gives the same answer; rules ask
+    this first so that ``total += loss.item()`` or ``i += 1`` does not start it."""
+    if isinstance(expr, nodes.Const):
+        return True
+    if isinstance(expr, (nodes.BinOp, nodes.BoolOp, nodes.UnaryOp, nodes.Compare)):
+        return all(host_value(child) for child in expr.get_children())
+    if isinstance(expr, nodes.Attribute):
+        return expr.attrname in STOP_ATTRIBUTES
+    if isinstance(expr, nodes.Subscript):
+        return host_value(expr.value)  # ``t.shape[0]``
+    if isinstance(expr, nodes.Call) and isinstance(expr.func, nodes.Attribute):
+        return expr.func.attrname in STOP_METHODS
+    if isinstance(expr, nodes.Call) and isinstance(expr.func, nodes.Name) and expr.func.name in STOP_BUILTINS:
+        try:
+            scope, _ = expr.func.lookup(expr.func.name)
+        except Exception:  # astroid lookup failure: not known to be the builtin
+            return False
+        return isinstance(scope, nodes.Module) and scope.name == "builtins"
+    return False
+
+
 #: Libraries whose functions turn tensors into host numbers/arrays.
 STOP_LIBRARIES = ("math.", "numpy.", "statistics.")
 

@@ -34,7 +34,7 @@ from typing import FrozenSet, NamedTuple, Optional, Set
 
 from astroid import nodes
 
-from . import dataflow, entrypoint, infer
+from . import brain, dataflow, entrypoint, infer
 from .torch_names import MODULE_BASES
 
 #: The process-wide generators a seed can reach.
@@ -181,8 +181,9 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
     """
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return None
-    qname = infer.callee_qname(call)
     dotted = infer.dotted_name(call.func)
+    # A name imported from a module astroid never reads (numpy, random, os) infers to nothing.
+    qname = None if dotted is not None and brain.never_read(dotted) else infer.callee_qname(call)
     name = qname if qname is not None and qname.startswith("torch.") else dotted
     if name is None:
         return _unresolved(call) if qname is None else _local(call, qname, depth)

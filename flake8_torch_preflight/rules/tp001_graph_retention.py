@@ -95,6 +95,8 @@ class GraphRetention(Rule):
         index = 1 if method == "insert" else 0
         if len(node.args) <= index or isinstance(node.args[index], nodes.Starred):
             return
+        if provenance.host_value(node.args[index]):
+            return  # ``losses.append(loss.item())``: nothing to retain
         loop = loops.innermost(node)
         if loop is None:
             return
@@ -102,6 +104,8 @@ class GraphRetention(Rule):
         self._check(node, node.args[index], container, loop, frozenset())
 
     def visit_augassign(self, node: nodes.AugAssign) -> None:
+        if provenance.host_value(node.value):
+            return  # ``i += 1``, ``total += loss.item()``: every path below ends in "no graph"
         loop = loops.innermost(node)
         if loop is None:
             return
