@@ -1,11 +1,11 @@
-"""flake8 options of the plugin, registered once and parsed into ``analysis.build.SETTINGS``."""
+"""flake8 options of the plugin, registered once and parsed into ``settings.SETTINGS``."""
 from __future__ import annotations
 
 import argparse
 import sys
 from typing import Any, FrozenSet, Iterable, Optional
 
-from .analysis.build import SETTINGS
+from .settings import CODES, SETTINGS
 
 TARGET_GPU = "--tp-target-gpu"
 GPU_MEMORY = "--tp-gpu-memory"
@@ -64,13 +64,11 @@ def _clean(value: Optional[str]) -> Optional[str]:
 
 def _selected_codes(options: argparse.Namespace) -> Optional[FrozenSet[str]]:
     """Codes flake8 will report, so unselected rules skip their work (None = unknown, run all)."""
-    from .rules import ALL_RULES
-
     try:
         from flake8.style_guide import Decision, DecisionEngine
 
         engine = DecisionEngine(options)
-        return frozenset(r.code for r in ALL_RULES if engine.decision_for(r.code) is Decision.Selected)
+        return frozenset(code for code in CODES if engine.decision_for(code) is Decision.Selected)
     except Exception:  # flake8 internals moved: do the work for every code
         return None
 

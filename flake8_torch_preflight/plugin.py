@@ -11,7 +11,7 @@ import ast
 from typing import Any, ClassVar, Generator, List, Optional, Sequence, Tuple
 
 from . import __version__, options
-from .engine import findings_for
+from .settings import SETTINGS
 
 Result = Tuple[int, int, str, type]
 
@@ -27,6 +27,10 @@ class _Entry:
         self.lines: List[str] = list(lines) if lines is not None else []
 
     def run(self) -> Generator[Result, None, None]:
+        if SETTINGS.selected is not None and self.code not in SETTINGS.selected:
+            return  # flake8 runs every plugin; without a TP code selected, astroid is never imported
+        from .engine import findings_for
+
         for line, col, message in findings_for(self.tree, self.filename, self.lines, self.code):
             yield line, col, message, type(self)
 

@@ -66,6 +66,28 @@ def test_select_other_codes_skips_plugin_output(tmp_path: Path) -> None:
     assert flake8("--select", "E9,F63", str(script)).stdout == ""
 
 
+#: Runs flake8's command line in-process, then prints which heavy modules were imported.
+_IMPORTS_AFTER_RUN = (
+    "import sys; from flake8.main.cli import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    "print(sorted(m for m in ('astroid', 'flake8_torch_preflight.engine') if m in sys.modules))"
+)
+
+
+def test_without_a_tp_code_selected_astroid_is_never_imported(tmp_path: Path) -> None:
+    """flake8 imports and runs every installed plugin; with no TP code selected the plugin must
+    cost nothing (plain flake8 stays as fast as without it)."""
+    script = tmp_path / "t.py"
+    script.write_text(SOFTMAX_SRC)
+    plain = subprocess.run([sys.executable, "-c", _IMPORTS_AFTER_RUN, "--select", "E,F,W,C90", str(script)],
+                           capture_output=True, text=True, timeout=120)
+    assert plain.stdout.splitlines()[-1] == "[]"
+    selected = subprocess.run([sys.executable, "-c", _IMPORTS_AFTER_RUN, "--select", "TP006", str(script)],
+                              capture_output=True, text=True, timeout=120)
+    assert "TP006" in selected.stdout
+    assert selected.stdout.splitlines()[-1] == "['astroid', 'flake8_torch_preflight.engine']"
+
+
 def test_jobs_two_matches_jobs_one() -> None:
     folder = ROOT / "tests" / "fixtures" / "rules"
     one = flake8("--select", "TP", "--jobs", "1", str(folder))

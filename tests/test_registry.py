@@ -9,6 +9,7 @@ from harness import FIXTURES, ROOT
 
 from flake8_torch_preflight.plugin import ENTRY_CLASSES
 from flake8_torch_preflight.rules import ALL_RULES, REGISTRY
+from flake8_torch_preflight.settings import CODES
 
 #: The 14 codes fixed by shared/INTERFACE.md.
 CONTRACT_CODES = {"TP{:03d}".format(i) for i in range(1, 14)} | {"TPV001"}
@@ -26,6 +27,7 @@ def test_registry_and_entry_classes() -> None:
     assert set(REGISTRY) == CONTRACT_CODES
     assert [r.code for r in ALL_RULES] == sorted(CONTRACT_CODES)
     assert {cls.code for cls in ENTRY_CLASSES} == CONTRACT_CODES
+    assert list(CODES) == sorted(CONTRACT_CODES)  # the light list options.py selects from
 
 
 def test_setup_cfg_entry_points() -> None:

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, Optional, Sequence
+from typing import Any, Dict, Sequence
 
 from astroid import nodes
 from astroid.builder import AstroidBuilder
 from astroid.manager import AstroidManager
 
+from ..settings import SETTINGS, Settings
 from . import brain
+
+__all__ = ["SETTINGS", "Settings", "FileContext", "build_module", "worth_analysing"]
 
 #: Text that makes a file worth an astroid build: it names torch or a torch framework.
 TORCH_MARKERS = re.compile(r"torch|lightning|transformers|accelerate|timm|deepspeed")
@@ -34,18 +37,6 @@ def worth_analysing(source: str) -> bool:
 #: Private module name for checked files; ``string_build`` caches only the
 #: first module of a name, so the astroid cache does not grow per file.
 _MODNAME = "__tp_preflight_checked__"
-
-
-@dataclass
-class Settings:
-    """Options parsed from flake8 (see ``options.py``)."""
-
-    target_gpu: Optional[str] = None
-    gpu_memory: Optional[str] = None
-    selected: Optional[FrozenSet[str]] = None  # None = every code
-
-
-SETTINGS = Settings()
 
 
 @dataclass
