@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from astroid import nodes
 
-from ..estimator import costmodel, extract, report, solver
-from ..estimator.catalogue import find_gpu, gpu_from_memory
 from ..estimator.run import PRECISIONS, RunSpec
 from ._base import Rule, register
 
 if TYPE_CHECKING:
+    from ..estimator import extract, solver
     from ..estimator.catalogue import GpuTarget
 
 #: Value each unresolved field takes for the verdict: the one that needs the least memory.
@@ -97,6 +96,10 @@ class ProjectedOom(Rule):
         settings = self.ctx.settings
         if not settings.target_gpu and not settings.gpu_memory:
             return  # no target: nothing to check against
+        # Imported here: a run without a target GPU never loads the reader, cost model or catalogue.
+        from ..estimator import costmodel, extract, report, solver
+        from ..estimator.catalogue import find_gpu, gpu_from_memory
+
         gpu = gpu_from_memory(settings.gpu_memory) if settings.gpu_memory else find_gpu(str(settings.target_gpu))
         reading = extract.read_module(node, self.ctx.filename)
         if reading.model_node is None or reading.run.total_params is None or reading.unknown & UNBOUNDED:
@@ -201,4 +204,6 @@ def _known_savings(solution: solver.Solution) -> List[Tuple[str, Optional[int]]]
 
 
 def _change(label: str, saved: Optional[int]) -> str:
+    from ..estimator import report
+
     return label + (" (-{} GiB)".format(report.gib(saved, 1)) if saved is not None else "")
