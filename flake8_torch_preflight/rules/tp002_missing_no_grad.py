@@ -18,7 +18,14 @@ if TYPE_CHECKING:
 @register
 class MissingNoGrad(Rule):
     code, slug = "TP002", "missing-no-grad"
-    requires = text_gate(r"\.eval\(|(?i:evaluat|validat|predict|infer|test|val)")
+    #: Evidence of an evaluation (see ``_evidence``): a ``.eval()`` or ``.train(<constant>)`` call, a
+    #: ``def`` named for one (val, eval, test, predict, infer as substrings of the name), or a ``for``
+    #: loop whose iterable (up to the first colon, over several lines) names a held-out split.
+    requires = text_gate(
+        r"(?im)\.eval\(|\.train\(\s*(?:True|False|None|\d|['\"])"
+        r"|^[ \t]*(?:async[ \t]+)?def[ \t]+\w*(?:val|test|predict|infer)"
+        r"|^[ \t]*(?:async[ \t]+)?for\b[^:]{0,300}?(?:val|test|dev|holdout)"
+    )
     message = (
         "{call} is an evaluation forward pass ({why}) that runs with autograd on, so every batch records a "
         "graph and keeps its activations alive for nothing, often doubling memory and slowing the pass. "

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Set
 from astroid import nodes
 
 from ..analysis import accumulation, dataflow, derivation, gradients, infer
-from ._base import Rule, register
+from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
     from ..analysis.build import FileContext
@@ -41,6 +41,7 @@ ACCUMULATE_CONTEXTS = frozenset({"accumulate"})
 @register
 class UnscaledAccumulation(Rule):
     code, slug = "TP004", "unscaled-accumulation"
+    requires = text_gate(r"backward")  # every finding is a backward call of this file
     message = (
         "backward() adds up gradients over {n} micro-batches before each optimizer step but the loss is "
         "never divided by {n}, so every update is {n} times too large, the same as multiplying the "

@@ -30,7 +30,7 @@ from astroid import nodes
 
 from ..analysis import dataflow, gradients, infer, loader_use, loops
 from ..analysis.torch_names import DATALOADERS, MODEL_WRAPPERS
-from ._base import Rule, register
+from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
     from ..analysis.build import FileContext
@@ -51,6 +51,7 @@ LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_
 @register
 class DdpSampler(Rule):
     code, slug = "TP005", "ddp-sampler"
+    requires = text_gate("|".join(DISTRIBUTED_MARKERS))  # no distributed run named: nothing to check
     message = "{problem} in a distributed run, so {cost}. {fix}"
     rationale = (
         "Under DistributedDataParallel every process runs the same script. A DataLoader without a "

@@ -30,7 +30,7 @@ from astroid import nodes
 from ..analysis import dataflow, derivation, gradients, infer, loops
 from ..analysis.grad import grad_disabled
 from ..analysis.torch_names import AUTOCAST_CONTEXTS
-from ._base import Rule, register
+from ._base import Rule, register, text_gate
 
 #: Autocast whose ``device_type`` is its first argument (default dtype depends on the device).
 DEVICE_AUTOCASTS = frozenset({"torch.amp.autocast"})
@@ -51,6 +51,8 @@ HELPER_DEPTH = 2
 @register
 class AmpScaling(Rule):
     code, slug = "TP013", "amp-scaling"
+    #: A backward with autocast in the file, or a clipping call (the two findings below).
+    requires = text_gate(r"(?s)^(?=.*autocast)(?=.*backward)|clip_grad")
     message = (
         "{problem}, so {cost}. {fix}"
     )
