@@ -138,6 +138,22 @@ def host_value(expr: nodes.NodeNG) -> bool:
     return False
 
 
+def could_be_model_call(call: nodes.Call, memo: Dict[int, Optional[str]]) -> bool:
+    """A necessary condition, without the whole-file analysis, for ``call_kind(call)`` to be
+    MODEL_CALL or MAYBE_MODEL_CALL: the callee is named like a model, resolves to a model, or is
+    ``checkpoint(model, ...)``.  ``memo`` caches ``models.kind`` per expression for one file."""
+    func = call.func
+    if not isinstance(func, (nodes.Name, nodes.Attribute)):
+        return False
+    method = func.attrname if isinstance(func, nodes.Attribute) else None
+    callee = func.expr if method == "forward" else func  # type: ignore[union-attr]
+    if models.model_named(callee) or models.kind(func, memo) == models.MODEL:
+        return True
+    if method == "forward" and models.kind(func.expr, memo) == models.MODEL:  # type: ignore[union-attr]
+        return True
+    return bool(call.args) and (infer.callee_qname(call) or infer.dotted_name(func)) in CHECKPOINT_FUNCTIONS
+
+
 #: Libraries whose functions turn tensors into host numbers/arrays.
 STOP_LIBRARIES = ("math.", "numpy.", "statistics.")
 

@@ -83,6 +83,7 @@ class MissingNoGrad(Rule):
         self._eval_scopes: Dict[int, bool] = {}
         self._frozen_texts: Dict[int, Set[str]] = {}
         self._reported_lines: Set[int] = set()
+        self._kinds: Dict[int, Optional[str]] = {}
 
     def visit_call(self, node: nodes.Call) -> None:
         if not isinstance(node.func, (nodes.Name, nodes.Attribute)):
@@ -94,6 +95,8 @@ class MissingNoGrad(Rule):
         split_loop = evaluation.split_loop(node)
         if not named and split_loop is None and not self._has_eval_calls(func or node.root()):
             return  # no evaluation evidence anywhere near: skip the analysis
+        if not provenance.could_be_model_call(node, self._kinds):
+            return  # not a model's forward: no need to start the whole-file analysis
         p = provenance.of(self.ctx)
         kind = p.call_kind(node)
         if kind not in (provenance.MODEL_CALL, provenance.MAYBE_MODEL_CALL):
