@@ -137,6 +137,14 @@ def never_read(modname: str) -> bool:
     return _outside_project(top, _current_dir) is True
 
 
+def project_module(modname: str) -> bool:
+    """True when ``modname`` is one of the user's own modules that astroid may read for the current
+    file (found below its folder); False for torch, the standard library, installed packages and
+    modules that are not found."""
+    top = modname.split(".")[0]
+    return bool(top) and top != "torch" and _outside_project(top, _current_dir) is False
+
+
 def _refused(modname: str, context_dir: str) -> bool:
     outside = _outside_project(modname, context_dir)
     if outside is None:

@@ -30,6 +30,7 @@ the caller expands them and classifies their own calls.
 """
 from __future__ import annotations
 
+import weakref
 from typing import FrozenSet, NamedTuple, Optional, Set
 
 from astroid import nodes
@@ -182,6 +183,8 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return None
     dotted = infer.dotted_name(call.func)
+    if dotted is None and isinstance(call.func, nodes.Attribute) and _plain_method_call(call):
+        return None
     # A name imported from a module astroid never reads (numpy, random, os) infers to nothing.
     qname = None if dotted is not None and brain.never_read(dotted) else infer.callee_qname(call)
     name = qname if qname is not None and qname.startswith("torch.") else dotted
@@ -215,6 +218,55 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
             return None
         return _draw(NUMPY_RNG if name in NUMPY_GENERATORS else RANDOM_INSTANCE, label)
     return _third_party(call, name, depth)
+
+
+#: Last names of everything classified above: a method call named otherwise cannot be a draw or a seed
+#: of torch, NumPy or ``random`` (an alias such as ``F = torch.nn.init; F.normal_`` keeps its name).
+_CLASSIFIED_LAST_NAMES = frozenset(
+    name.rsplit(".", 1)[-1]
+    for group in (
+        TORCH_RANDOM_FUNCTIONS, TORCH_RANDOM_METHODS, TORCH_CLASSES, TORCH_SEEDERS, TORCH_CUDA_SEEDERS,
+        NUMPY_DRAWS, NUMPY_SEEDERS, NUMPY_GENERATORS, RANDOM_DRAWS, RANDOM_SEEDERS, RANDOM_GENERATORS,
+    )
+    for name in group
+)
+
+_PROJECT_IMPORTS: "weakref.WeakKeyDictionary[nodes.Module, bool]" = weakref.WeakKeyDictionary()
+
+
+def _plain_method_call(call: nodes.Call) -> bool:
+    """``x.meth(...)`` on a value of the file (not an import chain) that cannot matter, decided
+    without inference: ``meth`` is none of the classified names, nothing in the call mentions a
+    seed, and the file imports no module of its own project (whose classes' methods are read for
+    seeds); methods of the file's own classes are expanded where the run calls them."""
+    method = str(call.func.attrname)  # type: ignore[union-attr]
+    if method in _CLASSIFIED_LAST_NAMES or "seed" in method.lower():
+        return False
+    for value in list(call.args) + [kw.value for kw in call.keywords or ()]:
+        name = dataflow.terminal_name(value.value if isinstance(value, nodes.Starred) else value)
+        if name is not None and "seed" in name.lower():
+            return False
+    if any("seed" in (kw.arg or "").lower() for kw in call.keywords or ()):
+        return False
+    return not _imports_project_modules(call.root())
+
+
+def _imports_project_modules(module: nodes.Module) -> bool:
+    """The file imports a module astroid may read (a relative import, a sibling, a package of the
+    project): its classes' methods may seed."""
+    found = _PROJECT_IMPORTS.get(module)
+    if found is None:
+        found = False
+        for node in module.nodes_of_class((nodes.Import, nodes.ImportFrom)):
+            if isinstance(node, nodes.ImportFrom):
+                names = [node.modname] if not node.level else [""]
+            else:
+                names = [name for name, _ in node.names]
+            if any(not name or brain.project_module(name) for name in names):
+                found = True
+                break
+        _PROJECT_IMPORTS[module] = found
+    return found
 
 
 def _unresolved(call: nodes.Call) -> Optional[Effect]:
