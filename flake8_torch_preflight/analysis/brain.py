@@ -51,12 +51,13 @@ _STUB_FILES = {
 #: The standard-library modules astroid may read; every other one is refused like an installed
 #: package (inference answers "unknown"; a name bound by its import still resolves through
 #: ``infer.dotted_name``).  Measured with astroid 4.3.4 on Python 3.11 (benchmarks/bench.py,
-#: benchmarks/scan.py): parsing typing, argparse, re, functools, logging, os and collections cost
-#: ~1.1 s per process, inference through them was a fifth of the per-file time, and refusing them
-#: changed no finding over 2,090 files of 10 training repositories.  Kept: ``builtins`` (astroid
-#: needs it), ``copy`` (``deepcopy`` of layers), ``contextlib`` (``nullcontext`` beside
-#: ``autocast``) and ``math``: small modules the analyses read values through.
-STDLIB_READ = frozenset({"builtins", "copy", "contextlib", "math"})
+#: benchmarks/scan.py): parsing typing, argparse, re, functools, logging and os cost ~1 s per
+#: process, inference through them was a fifth of the per-file time, and refusing them changed
+#: no finding over 2,090 files of 10 training repositories.  Kept: ``builtins`` (astroid needs
+#: it), ``collections`` (astroid's namedtuple inference asserts without it; ``OrderedDict`` of
+#: ``nn.Sequential``), ``copy`` (``deepcopy`` of layers), ``contextlib`` (``nullcontext`` beside
+#: ``autocast``) and ``math``: small modules that the analyses read values through.
+STDLIB_READ = frozenset({"builtins", "collections", "_collections_abc", "copy", "contextlib", "math"})
 
 _STUBS: Dict[str, Module] = {}
 _ORIGINAL: Optional[Any] = None

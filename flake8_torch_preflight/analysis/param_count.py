@@ -197,10 +197,6 @@ def _external_base(cls: nodes.ClassDef) -> Optional[str]:
     return None
 
 
-#: ``nn.Sequential(OrderedDict([...]))`` names its layers; matched on the import path.
-ORDERED_DICT = "collections.OrderedDict"
-
-
 def resolve_class(func: nodes.NodeNG) -> Optional[nodes.ClassDef]:
     """The class a constructor call's callee names: by inference, or in a sibling module."""
     value = infer.safe_infer(func)
@@ -413,8 +409,6 @@ class _Counter:
             callee = resolve_class(func)
         if isinstance(callee, nodes.ClassDef):
             return self._class_call(callee, call, env)
-        if callee is None and infer.dotted_name(func) == ORDERED_DICT:
-            return self._ordered_dict(call, env)  # ``collections`` is not read (brain.STDLIB_READ)
         if callee is not None:
             return OPAQUE if isinstance(callee, (ModuleValue, Opaque)) else UNKNOWN
         function = infer.function_def(func)
@@ -438,18 +432,15 @@ class _Counter:
         qname = cls.qname()
         if qname in ("builtins.list", "builtins.tuple") and len(call.args) == 1 and not call.keywords:
             return self._iterate(self.value(call.args[0], env))
-        if qname == ORDERED_DICT:
-            return self._ordered_dict(call, env)
+        if qname == "collections.OrderedDict":
+            pairs = self._iterate(self.value(call.args[0], env)) if call.args else []
+            return dict(self._pair(item) for item in pairs)
         if qname == "torch.nn.Parameter":
             return self._parameter(call, env)
         if qname.startswith("torch.") or is_module_class(cls):
             return self.construct(cls, call, env)
         found = static_values.evaluate(call, env)
         return found if found is not None else UNKNOWN
-
-    def _ordered_dict(self, call: nodes.Call, env: Dict[str, Any]) -> Any:
-        pairs = self._iterate(self.value(call.args[0], env)) if call.args else []
-        return dict(self._pair(item) for item in pairs)
 
     def _pairs(self, items: Any) -> List[Any]:
         return list(items.items()) if isinstance(items, dict) else [self._pair(i) for i in self._iterate(items)]
