@@ -54,9 +54,10 @@ _STUB_FILES = {
 #: benchmarks/scan.py): parsing typing, argparse, re, functools, logging and os cost ~1 s per
 #: process, inference through them was a fifth of the per-file time, and refusing them changed
 #: no finding over 2,090 files of 10 training repositories.  Kept: ``builtins`` (astroid needs
-#: it), ``collections`` (astroid's namedtuple inference, which runs while it builds a subclass
-#: of a ``typing.NamedTuple`` class, asserts without it; ``OrderedDict`` of ``nn.Sequential``), ``copy`` (``deepcopy`` of layers), ``contextlib`` (``nullcontext`` beside
-#: ``autocast``) and ``math``: small modules that the analyses read values through.
+#: it), ``collections`` (astroid's namedtuple inference, which runs while it builds a subclass of
+#: a ``typing.NamedTuple`` class, asserts without it; ``OrderedDict`` of ``nn.Sequential``),
+#: ``copy`` (``deepcopy`` of layers), ``contextlib`` (``nullcontext`` beside ``autocast``) and
+#: ``math``: small modules that the analyses read values through.
 STDLIB_READ = frozenset({"builtins", "collections", "_collections_abc", "copy", "contextlib", "math"})
 
 _STUBS: Dict[str, Module] = {}
