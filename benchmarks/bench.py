@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench.py PATH [PATH ...] [--jobs N] [--repeat N] [--per-file]
+    python benchmarks/bench.py PATH [PATH ...] [--jobs N] [--repeat N] [--runs plain,tp,both] [--per-file]
 
 For each PATH it runs, as separate processes:
 
@@ -105,19 +105,21 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--jobs", default="1", help="flake8 --jobs value (default 1; 'auto' for flake8's default)")
     parser.add_argument("--per-file", action="store_true", help="also print the slowest files, analysed in-process")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest is shown (default 3)")
+    parser.add_argument("--runs", default="plain,tp,both", help="which of plain,tp,both to time (default all three)")
     args = parser.parse_args(argv)
     print("{:<40} {:>6} {:>8} {:<6} {:>8} {:>9} {:>9} {:>8}".format(
         "path", "files", "lines", "run", "seconds", "files/s", "peakMiB", "findings"))
     for path in args.paths:
         files, lines = count_files(path)
         walls = {}
-        for name, select in SELECTS.items():
+        for name, select in [(n, SELECTS[n]) for n in args.runs.split(",")]:
             wall, rss, _, findings = best_of(path, select, args.jobs, args.repeat)
             walls[name] = wall
             print("{:<40} {:>6} {:>8} {:<6} {:>8.2f} {:>9.1f} {:>9.0f} {:>8}".format(
                 str(path)[-40:], files, lines, name, wall, files / wall if wall else 0.0, rss / 1024, findings))
-        print("{:<40} ratio both/plain = {:.2f}  (tp alone / plain = {:.2f})".format(
-            "", walls["both"] / walls["plain"], walls["tp"] / walls["plain"]))
+        if "plain" in walls:
+            print("{:<40} ratio to plain: {}".format("", "  ".join(
+                "{} {:.2f}".format(n, w / walls["plain"]) for n, w in walls.items() if n != "plain")))
         if args.per_file:
             for seconds, name in per_file(path):
                 print("    slowest: {:6.3f} s  {}".format(seconds, name))
