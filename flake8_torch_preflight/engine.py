@@ -61,7 +61,7 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Fin
     ]
     if not rules or not worth_analysing(source):
         return {}
-    brain.install()  # once per process, outside the budget (the torch stubs)
+    brain.install()  # routes torch imports to the stubs (built on first use)
     brain.begin_file(filename)
     deadline = time.process_time() + BUDGET_SECONDS
     too_slow = "took longer than {:.0f} s and was skipped".format(BUDGET_SECONDS)

@@ -119,3 +119,22 @@ def test_collector_thresholds_are_restored_after_each_file(capsys) -> None:
     engine.analyse_file("softmax.py", _lines(SOFTMAX), build.Settings())
     engine.analyse_file("odd.py", _lines("import torch\ndef f(:\n"), build.Settings())
     assert gc.get_threshold() == before
+
+
+def test_stubs_are_built_on_first_use() -> None:
+    """A process builds only the torch stubs that inference reaches (start-up time)."""
+    import ast
+    import subprocess
+    import sys
+
+    code = (
+        "from flake8_torch_preflight import engine\n"
+        "from flake8_torch_preflight.analysis import brain, build\n"
+        "src = {!r}\n"
+        "engine.analyse_file('s.py', src.splitlines(True), build.Settings())\n"
+        "print(sorted(brain._STUBS))\n"
+    ).format(SOFTMAX)
+    built = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    names = ast.literal_eval(built.stdout.strip().splitlines()[-1])
+    assert "torch" in names and "torch.nn.functional" in names
+    assert "torch.distributed.fsdp" not in names and "torch.optim.lr_scheduler" not in names

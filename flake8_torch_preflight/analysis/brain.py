@@ -77,16 +77,20 @@ def _read_stub(relpath: str) -> str:
     return node.read_text(encoding="utf-8")
 
 
-def _build_stubs(manager: AstroidManager) -> None:
-    builder = AstroidBuilder(manager)
-    root = stub_root_path()
-    for modname, relpath in _STUB_FILES.items():
+def _stub(modname: str) -> Optional[Module]:
+    """The stub module for ``modname``, built on first use (a file that never reaches
+    ``torch.distributed`` never pays for parsing it); None when there is no stub of that name."""
+    module = _STUBS.get(modname)
+    if module is None and modname in _STUB_FILES:
+        manager = AstroidManager()
         manager.astroid_cache.pop(modname, None)
+        relpath = _STUB_FILES[modname]
         # A path that does not end in __init__ keeps the stub a plain module;
         # submodules are bound explicitly by ``import torch.x as x`` lines.
-        path = os.path.join(root, relpath.replace("/", os.sep))
-        module = builder.string_build(_read_stub(relpath), modname, path)
+        path = os.path.join(stub_root_path(), relpath.replace("/", os.sep))
+        module = AstroidBuilder(manager).string_build(_read_stub(relpath), modname, path)
         _STUBS[modname] = module
+    return module
 
 
 #: Project modules (outside the standard library) read per analysed file; past this, further
@@ -165,7 +169,7 @@ def _guarded_ast_from_module_name(
     if modname:
         top = modname.split(".")[0]
         if top == "torch":
-            stub = _STUBS.get(modname)
+            stub = _stub(modname)
             if stub is None:
                 raise AstroidImportError("no torch stub for {modname}", modname=modname)
             return stub
@@ -187,19 +191,16 @@ def _below(path: str, folder: str) -> bool:
 
 
 def install() -> None:
-    """Build the stubs once and route ``torch*`` imports to them.  Safe to call often."""
+    """Route ``torch*`` imports to the stubs (each built on first use).  Safe to call often."""
     global _ORIGINAL
     manager = AstroidManager()
     if _ORIGINAL is None:
         _ORIGINAL = AstroidManager.ast_from_module_name
         AstroidManager.ast_from_module_name = _guarded_ast_from_module_name  # type: ignore[method-assign]
-    if not _STUBS:
-        _build_stubs(manager)
-    else:
-        for modname, module in _STUBS.items():
-            manager.astroid_cache.setdefault(modname, module)
+    for modname, module in _STUBS.items():
+        manager.astroid_cache.setdefault(modname, module)
 
 
 def stub_module(modname: str) -> Optional[Module]:
-    """The stub module for ``modname`` (after ``install()``), or None."""
-    return _STUBS.get(modname)
+    """The stub module for ``modname``, or None."""
+    return _stub(modname)
