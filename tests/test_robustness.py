@@ -138,3 +138,24 @@ def test_stubs_are_built_on_first_use() -> None:
     names = ast.literal_eval(built.stdout.strip().splitlines()[-1])
     assert "torch" in names and "torch.nn.functional" in names
     assert "torch.distributed.fsdp" not in names and "torch.optim.lr_scheduler" not in names
+
+
+def test_a_module_read_for_one_folder_is_not_served_to_another(tmp_path) -> None:
+    """Findings must not depend on which files flake8 checked before: a project module read for a
+    file in one folder stays out of reach of a file in another folder that cannot import it (it
+    would otherwise come back from astroid's cache; seen on timm's tests run from outside the repo)."""
+    import pytest as _pytest
+    from astroid.exceptions import AstroidImportError
+
+    from flake8_torch_preflight.analysis import brain
+
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    (first / "tp_only_here.py").write_text("import torch\nclass Net(torch.nn.Module):\n    pass\n")
+    brain.install()
+    brain.begin_file(str(first / "a.py"))
+    assert AstroidManager().ast_from_module_name("tp_only_here").name == "tp_only_here"  # a sibling: read
+    brain.begin_file(str(second / "b.py"))
+    with _pytest.raises(AstroidImportError):
+        AstroidManager().ast_from_module_name("tp_only_here")

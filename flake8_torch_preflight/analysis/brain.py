@@ -116,8 +116,8 @@ def begin_file(filename: str) -> None:
 @functools.lru_cache(maxsize=4096)
 def _outside_project(modname: str, context_dir: str) -> Optional[bool]:
     """None for the standard-library modules of ``STDLIB_READ``; True when ``modname`` is another
-    standard-library module or lives outside the checked file's folder tree (an installed
-    distribution, a parent folder); False for the user's own modules below it."""
+    standard-library module, lives outside the checked file's folder tree (an installed
+    distribution, a parent folder) or is not found at all; False for the user's own modules below it."""
     top = modname.split(".")[0]
     if modutils.is_stdlib_module(top):
         return None if top in STDLIB_READ else True
@@ -125,8 +125,8 @@ def _outside_project(modname: str, context_dir: str) -> Optional[bool]:
         spec = modutils.file_info_from_modpath(
             modname.split("."), context_file=os.path.join(context_dir, "__init__.py") if context_dir else None
         )
-    except Exception:  # not found anywhere: astroid reports it the usual way
-        return None
+    except Exception:  # not found for this file: refused, so that astroid's cache never serves
+        return True  # a same-named module read for a file of another folder
     location = getattr(spec, "location", None) or ""
     if not location or not context_dir or any(marker in location for marker in _THIRD_PARTY_MARKERS):
         return True
