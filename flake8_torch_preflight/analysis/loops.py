@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import Iterator, List, Optional, Set, Union
+from typing import Dict, Iterator, List, Optional, Set, Union
 
 from astroid import nodes
 
@@ -76,28 +76,25 @@ def calls_in(statements: "List[nodes.NodeNG] | Iterator[nodes.NodeNG]", helper_d
     return found
 
 
-_DEFINED: "weakref.WeakKeyDictionary[nodes.Module, Set[str]]" = weakref.WeakKeyDictionary()
+_DEFINED: "weakref.WeakKeyDictionary[nodes.Module, Dict[type, Set[str]]]" = weakref.WeakKeyDictionary()
+
+
+def _defined_names(module: nodes.Module, kind: type) -> Set[str]:
+    table = _DEFINED.setdefault(module, {})
+    names = table.get(kind)
+    if names is None:
+        names = table[kind] = {d.name for d in module.nodes_of_class(kind)}
+    return names
 
 
 def defined_function_names(module: nodes.Module) -> Set[str]:
     """Names of every ``def`` in the file (functions and methods): a cheap filter before inference."""
-    names = _DEFINED.get(module)
-    if names is None:
-        names = {f.name for f in module.nodes_of_class(nodes.FunctionDef)}
-        _DEFINED[module] = names
-    return names
-
-
-_CLASSES: "weakref.WeakKeyDictionary[nodes.Module, Set[str]]" = weakref.WeakKeyDictionary()
+    return _defined_names(module, nodes.FunctionDef)
 
 
 def defined_class_names(module: nodes.Module) -> Set[str]:
     """Names of every ``class`` in the file: a cheap filter before inferring a constructor call."""
-    names = _CLASSES.get(module)
-    if names is None:
-        names = {c.name for c in module.nodes_of_class(nodes.ClassDef)}
-        _CLASSES[module] = names
-    return names
+    return _defined_names(module, nodes.ClassDef)
 
 
 def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
