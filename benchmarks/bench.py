@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -123,7 +122,8 @@ def main(argv: List[str]) -> int:
         if args.per_file:
             for seconds, name in per_file(path):
                 print("    slowest: {:6.3f} s  {}".format(seconds, name))
-    print("python {}  jobs={}  cpus={}  best of {}".format(sys.version.split()[0], args.jobs, os.cpu_count(), args.repeat))
+    print("python {}  jobs={}  cpus={}  best of {}".format(
+        sys.version.split()[0], args.jobs, os.cpu_count(), args.repeat))
     return 0
 
 

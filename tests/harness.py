@@ -68,7 +68,9 @@ def codes_for(path: Path, source: str) -> Set[str]:
     return select
 
 
-def run_plugin(path: Path, source: str, codes: Iterable[str], options: Sequence[str] = ()) -> List[Tuple[int, int, str]]:
+def run_plugin(
+    path: Path, source: str, codes: Iterable[str], options: Sequence[str] = ()
+) -> List[Tuple[int, int, str]]:
     """(line, col, message) of every finding of ``codes``, as flake8 would yield them."""
     codes = sorted(codes)
     saved = build.Settings(**vars(build.SETTINGS))

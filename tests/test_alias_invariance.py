@@ -39,7 +39,9 @@ def rename(source: str) -> str:
     return source
 
 
-CASES = sorted(p for p in FIXTURES.glob("*.py") if rename(p.read_text(encoding="utf-8")) != p.read_text(encoding="utf-8"))
+CASES = sorted(
+    p for p in FIXTURES.glob("*.py") if rename(p.read_text(encoding="utf-8")) != p.read_text(encoding="utf-8")
+)
 
 
 def test_rename_changes_something() -> None:

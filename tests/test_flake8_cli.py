@@ -149,7 +149,9 @@ def test_odd_files_in_one_run(tmp_path: Path) -> None:
     )
     result = flake8("--select", "TP", "--filename", "*.py,*.pyi", str(tmp_path))
     assert "Traceback" not in result.stderr and "flake8-torch-preflight:" not in result.stderr, result.stderr
-    found = sorted((Path(line.split(":")[0]).name, line.split(": ")[1].split()[0]) for line in result.stdout.splitlines())
+    found = sorted(
+        (Path(line.split(":")[0]).name, line.split(": ")[1].split()[0]) for line in result.stdout.splitlines()
+    )
     assert found == [("bom.py", "TP006"), ("bom.py", "TP006"), ("renamed.py", "TP006")]
 
 

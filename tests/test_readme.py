@@ -72,7 +72,7 @@ def rule_sections() -> str:
 
 def _generated_part(text: str) -> str:
     start = text.index(BEGIN) + len(BEGIN)
-    return text[start : text.index(END)].strip("\n")
+    return text[start:text.index(END)].strip("\n")
 
 
 def test_readme_rule_sections_are_current() -> None:
@@ -80,7 +80,7 @@ def test_readme_rule_sections_are_current() -> None:
     fresh = rule_sections().strip("\n")
     if os.environ.get("TP_UPDATE_README"):
         start = text.index(BEGIN) + len(BEGIN)
-        text = text[:start] + "\n\n" + fresh + "\n\n" + text[text.index(END) :]
+        text = text[:start] + "\n\n" + fresh + "\n\n" + text[text.index(END):]
         README.write_text(text, encoding="utf-8")
     assert _generated_part(text) == fresh, "run: TP_UPDATE_README=1 python -m pytest tests/test_readme.py"
 

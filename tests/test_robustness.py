@@ -50,7 +50,10 @@ def test_a_file_over_budget_is_skipped_with_a_note(monkeypatch, capsys) -> None:
         "import torch\nx = " + "+".join(["'a'"] * 3000) + "\n",  # overflows astroid's rebuilder
         "",
         "\ufeffimport torch\n",
-        "import torch\n" + "if x:\n" * 1 + "".join("    " * i + "for a{} in b:\n".format(i) for i in range(1, 60)) + "    " * 60 + "pass\n",
+        "import torch\nif x:\n"
+        + "".join("    " * i + "for a{} in b:\n".format(i) for i in range(1, 60))
+        + "    " * 60
+        + "pass\n",
     ],
     ids=["syntax-error", "long-expression", "empty", "bom", "deep-nesting"],
 )
@@ -64,7 +67,8 @@ def test_gate_skips_files_that_cannot_involve_torch(monkeypatch) -> None:
     monkeypatch.setattr(engine, "_analyse", lambda *a, **k: calls.append(a[0]) or {})
     engine.analyse_file("plain.py", _lines("import os\nprint(os.getcwd())\n"), build.Settings())
     engine.analyse_file("turtle_like.py", _lines("def back(t):\n    t.backward(10)\n"), build.Settings())
-    engine.analyse_file("helper.py", _lines("def step(loss, opt):\n    loss.backward()\n    opt.step()\n"), build.Settings())
+    helper = "def step(loss, opt):\n    loss.backward()\n    opt.step()\n"
+    engine.analyse_file("helper.py", _lines(helper), build.Settings())
     # No torch import, but it receives tensors and steps an optimizer: analysed.  A ``.backward(``
     # alone (turtle.py moves a pen backward) is not enough.
     assert calls == ["helper.py"]

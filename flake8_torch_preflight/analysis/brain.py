@@ -5,8 +5,8 @@
 error (so it infers as Uninferable).  Other modules are read only from a few
 small standard-library modules (``STDLIB_READ``) and from the checked file's
 own folder tree, at most ``MAX_PROJECT_MODULES`` per file; installed packages,
-parent folders and the rest of the standard library are refused, so results never depend on what is installed and a large project is
-never parsed whole.
+parent folders and the rest of the standard library are refused, so results
+never depend on what is installed and a large project is never parsed whole.
 
 Nothing here imports torch.  ``install()`` is idempotent and cheap after the
 first call.

@@ -180,4 +180,3 @@ def with_items_around(node: nodes.NodeNG) -> Iterator[Tuple[nodes.NodeNG, nodes.
                 yield parent, item
         child = parent
         parent = parent.parent
-

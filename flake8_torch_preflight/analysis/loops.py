@@ -18,7 +18,8 @@ def enclosing_loops(node: nodes.NodeNG) -> List[Loop]:
     child = node
     parent = node.parent
     while parent is not None and not isinstance(parent, _SCOPES):
-        if isinstance(parent, (nodes.For, nodes.While)) and child is not getattr(parent, "iter", None) and child is not getattr(parent, "test", None):
+        header = (getattr(parent, "iter", None), getattr(parent, "test", None))
+        if isinstance(parent, (nodes.For, nodes.While)) and all(child is not part for part in header):
             loops.append(parent)
         child = parent
         parent = parent.parent

@@ -114,6 +114,7 @@ PASS_BUILTINS = frozenset(
      "filter", "dict", "set", "getattr", "frozenset"}
 )
 
+
 def host_value(expr: nodes.NodeNG) -> bool:
     """``expr`` is, by its syntax alone, a value without a graph: a literal, ``t.item()`` and the
     other stop methods, ``t.shape``, a builtin such as ``len(t)`` or ``float(t)`` that the file does

@@ -119,7 +119,7 @@ def evaluate(expr: Optional[nodes.NodeNG], env: Optional[Env] = None, depth: int
     env = env or {}
     try:
         return _evaluate(expr, env, depth)
-    except (AstroidError, RecursionError, ArithmeticError, TypeError, ValueError, OverflowError):
+    except (AstroidError, RecursionError, ArithmeticError, TypeError, ValueError):
         return None
 
 

@@ -59,9 +59,7 @@ def walk(
                 continue
             try:
                 handler(node)
-            except Exception as exc:  # one rule's bug must not stop the others
-                failures[rule.code] = exc
-            except RecursionError as exc:  # pragma: no cover - RecursionError is an Exception
+            except Exception as exc:  # one rule's bug (RecursionError included) must not stop the others
                 failures[rule.code] = exc
 
     count = 0

@@ -63,7 +63,8 @@ class DoubleSoftmax(Rule):
         loss = infer.callee_qname(node)
         if loss is None:
             return
-        if loss not in LOG_SOFTMAX_LOSSES and not infer.is_instance_of(node.func, frozenset({"torch.nn.CrossEntropyLoss"})):
+        cross_entropy = infer.is_instance_of(node.func, frozenset({"torch.nn.CrossEntropyLoss"}))
+        if loss not in LOG_SOFTMAX_LOSSES and not cross_entropy:
             return
         first = origins.input_argument(node)
         if first is None:
