@@ -127,6 +127,8 @@ class GraphRetention(Rule):
         if isinstance(target, nodes.Subscript):
             if isinstance(target.slice, nodes.Const):
                 return  # the same key every iteration: the old value is dropped
+            if provenance.host_value(node.value):
+                return  # ``stats[k] = loss.item()``: nothing to retain
             loop = loops.innermost(node)
             if loop is not None:
                 self._check(node, node.value, target.value, loop, frozenset())
