@@ -174,6 +174,11 @@ def _guarded_ast_from_module_name(
                 raise AstroidImportError("no torch stub for {modname}", modname=modname)
             return stub
         context_dir = os.path.dirname(context_file) if context_file else _current_dir
+        if top == "builtins" and modname != "builtins":
+            # astroid first tries an import inside builtins as relative to it ("builtins.io" for
+            # the ``io`` behind ``open``); builtins is no package, so that is ``io`` itself.
+            if _refused(modname[len("builtins."):], context_dir):
+                raise AstroidImportError("module {modname} is not read (not stdlib, not a sibling)", modname=modname)
         if _refused(modname, context_dir):
             raise AstroidImportError("module {modname} is not read (not stdlib, not a sibling)", modname=modname)
         if _outside_project(modname, context_dir) is False:
