@@ -135,8 +135,8 @@ def _outside_project(modname: str, context_dir: str) -> Optional[bool]:
 
 def never_read(modname: str) -> bool:
     """True when astroid is never given ``modname`` while checking the current file (an installed
-    package, a standard-library module outside ``STDLIB_READ``): inference through a name
-    imported from it is always unknown, so callers may skip asking."""
+    package, a standard-library module outside ``STDLIB_READ``, a module not found for the file):
+    inference through a name imported from it is always unknown, so callers may skip asking."""
     top = modname.split(".")[0]
     if not top or top == "torch":
         return False

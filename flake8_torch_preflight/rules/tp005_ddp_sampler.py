@@ -118,18 +118,15 @@ class DdpSampler(Rule):
 
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__(ctx)
-        self._active = any(marker in line for line in ctx.lines for marker in DISTRIBUTED_MARKERS)
         self._calls: List[nodes.Call] = []
         self._loaders: List[nodes.Call] = []
         self._samplers: List[nodes.Call] = []
 
     def visit_call(self, node: nodes.Call) -> None:
-        if self._active and isinstance(node.func, (nodes.Name, nodes.Attribute)):
-            self._calls.append(node)  # cheap check first: no distributed marker, no work
+        if isinstance(node.func, (nodes.Name, nodes.Attribute)):
+            self._calls.append(node)
 
     def leave_module(self, node: nodes.Module) -> None:
-        if not self._active:
-            return
         names = _distributed_names(node)
         if not any(infer.call_name(c) in names and _starts_distributed(c) for c in self._calls):
             return
