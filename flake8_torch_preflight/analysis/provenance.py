@@ -142,7 +142,9 @@ def host_value(expr: nodes.NodeNG) -> bool:
 def could_be_model_call(call: nodes.Call, memo: Dict[int, Optional[str]]) -> bool:
     """A necessary condition, without the whole-file analysis, for ``call_kind(call)`` to be
     MODEL_CALL or MAYBE_MODEL_CALL: the callee is named like a model, resolves to a model, or is
-    ``checkpoint(model, ...)``.  ``memo`` caches ``models.kind`` per expression for one file."""
+    ``checkpoint(model, ...)``.  ``memo`` caches ``models.kind`` per expression for one file.
+    It mirrors the ways ``_Runner.call`` records MODEL_CALL/MAYBE_MODEL_CALL: a new way there needs
+    a matching case here."""
     func = call.func
     if not isinstance(func, (nodes.Name, nodes.Attribute)):
         return False
