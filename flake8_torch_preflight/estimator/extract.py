@@ -70,6 +70,9 @@ from .run import DEFAULT_LORA_RANK, RunSpec, RunSpecError
 #: Last part of a class whose ``from_pretrained`` builds a model.
 MODEL_CLASS = re.compile(r"^(Auto\w*Model\w*|\w+Model|\w+For[A-Z]\w*|\w+LMHead\w*)$")
 
+#: Model classes whose head predicts the vocabulary at every position of an encoder.
+MASKED_LM_CLASS = re.compile(r"(ForMaskedLM|ForPreTraining|MaskedLM)$")
+
 #: Classes with ``from_pretrained`` that are not models (or not a base model).
 NOT_MODELS = re.compile(r"(Tokenizer|Config|Processor|FeatureExtractor|ImageProcessor|PeftModel)", re.I)
 
@@ -321,6 +324,13 @@ class _Reader:
         line = chosen.node
         if chosen.spec is not None:
             self.set("model", chosen.spec, line)
+            if chosen.spec.kind == "encoder" and isinstance(chosen.node.func, nodes.Attribute) and (
+                    infer.method_name(chosen.node) == "from_pretrained"):
+                # the class says which head an encoder carries: a masked-LM head over the
+                # vocabulary (BertForMaskedLM), or a base model / task head (AutoModel, *For*)
+                owner = chosen.node.func.expr
+                last = (infer.dotted_name(owner) or owner.as_string()).rsplit(".", 1)[-1]
+                self.set("lm_head", bool(MASKED_LM_CLASS.search(last)), line)
             if chosen.params is not None:
                 self.set("params", chosen.params, line)
         elif chosen.params is not None:

@@ -116,6 +116,7 @@ def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
             "fused_optimizer": run.fused_optimizer,
             "lora": run.lora,
             "lora_rank": run.lora_rank if run.lora else None,
+            "lm_head": run.lm_head,
         },
         "breakdown": estimate.breakdown,
         "breakdown_interval": {name: [estimate.terms[name].low, estimate.terms[name].high] for name in TERMS},

@@ -91,6 +91,9 @@ class RunSpec:
     fused_optimizer: bool = False
     lora: bool = False
     lora_rank: int = DEFAULT_LORA_RANK
+    #: an encoder's vocabulary (masked-LM) head: ``True`` (``*ForMaskedLM``), ``False`` (a base
+    #: model or a task head), ``None`` when not known (the command line)
+    lm_head: Optional[bool] = None
     sources: Dict[str, str] = field(default_factory=dict)
 
     def replace(self, source: Optional[str] = None, **changes: Any) -> RunSpec:

@@ -7,6 +7,7 @@ import inspect
 import json
 import re
 from importlib import resources
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
@@ -164,9 +165,12 @@ def test_gpu_and_instance_schema() -> None:
         assert 100 <= entry["context_mib"] <= 1024, key
         assert isinstance(entry["bf16"], bool), key
         assert URL.match(entry["source"]), key
-        assert entry["usable_basis"] in {"measured", "device-query", "nvidia-smi", "spec"}, key
+        assert entry["usable_basis"] in {"measured", "measured-here", "device-query", "nvidia-smi", "spec"}, key
         if entry["usable_basis"] == "spec":
             assert entry["usable_mib"] == entry["memory_mib"] and entry["usable_source"] is None, key
+        elif entry["usable_basis"] == "measured-here":  # by this repository's own GPU calibration
+            fixture = entry["usable_source"].split()[1].rstrip(":")
+            assert (Path(__file__).resolve().parent.parent.parent / fixture).is_file(), key
         else:
             assert URL.match(entry["usable_source"]), key
             # A driver never hands out more than the board has, nor less than 85% of it.

@@ -142,6 +142,36 @@ def test_inference_has_no_gradients_or_optimizer_state() -> None:
     assert isinstance(b["activations"], int) and b["activations"] > 0
 
 
+def test_inference_high_end_includes_an_evaluation_loss() -> None:
+    """Labels passed under no_grad make the loss's fp32 copies live (GPU-measured, gpu_h200.json):
+    the point prices the head output only, the high end the loss as well."""
+    b, s, v = 2, 16, 1000
+    run = RunSpec(model=decoder(), batch_size=b, seq_len=s, inference=True, precision="amp")
+    acts = estimate(run).terms["activations"]
+    loss = (cm.LOGITS_COPIES["fp32_upcast"] + cm.LOGITS_COPIES["log_softmax_fp32"]) * v * 4 * b * s
+    assert acts.high == math.ceil((acts.bytes + loss) * cm.ACTIVATIONS_HIGH_FRACTION)
+    training = estimate(run.replace(inference=False)).terms["activations"]
+    assert acts.bytes < training.bytes  # the point: no loss, no saved tensors
+    assert "loss over the logits" in acts.note
+
+
+@pytest.mark.parametrize("precision, per_hidden, per_logit", [("fp32", 12, 8), ("amp", 10, 8), ("bf16", 6, 4)])
+def test_encoder_masked_lm_head(precision: str, per_hidden: int, per_logit: int) -> None:
+    """An encoder's MLM head (measured: activations_bert.json mlm - cls) is priced when the run
+    says so, left out for a base/task model, and only widens the high end when unknown."""
+    b, s, h, v = 2, 16, 256, 1000
+    spec = decoder(kind="encoder", tied_embeddings=True)
+    runs = {head: RunSpec(model=spec, batch_size=b, seq_len=s, precision=precision, lm_head=head)
+            for head in (True, False, None)}
+    acts = {head: estimate(run).terms["activations"] for head, run in runs.items()}
+    mlm = (per_hidden * h + 8 + per_logit * v) * b * s
+    assert acts[True].bytes - acts[False].bytes == mlm
+    assert acts[None].bytes == acts[False].bytes
+    assert acts[None].high == math.ceil((acts[None].bytes + mlm) * cm.ACTIVATIONS_HIGH_FRACTION)
+    assert acts[False].high == math.ceil(acts[False].bytes * cm.ACTIVATIONS_HIGH_FRACTION)
+    assert "masked-LM head" in acts[None].note and "masked-LM head" not in acts[False].note
+
+
 def test_optimizer_step_is_the_foreach_temporary_beyond_backwards_peak() -> None:
     result = estimate(RunSpec(model=decoder(), batch_size=1, seq_len=8, precision="fp32", optimizer="adamw"))
     b = result.breakdown

@@ -784,6 +784,27 @@ def test_use_cache_without_generate_is_generation(tmp_path: Path) -> None:
     assert read(source, tmp_path).run.generation is True
 
 
+@pytest.mark.parametrize("cls, head", [("BertForMaskedLM", True), ("AutoModelForMaskedLM", True),
+                                       ("BertForPreTraining", True), ("AutoModelForSequenceClassification", False),
+                                       ("AutoModel", False), ("BertModel", False)])
+def test_encoder_head_from_the_model_class(tmp_path: Path, cls: str, head: bool) -> None:
+    source = f"""
+        import transformers
+        model = transformers.{cls}.from_pretrained("bert-base-uncased")  # <- model
+    """
+    run = read(source, tmp_path).run
+    assert run.lm_head is head
+    assert run.sources["lm_head"] == line(source, "model")
+
+
+def test_decoder_and_cli_leave_the_encoder_head_unknown(tmp_path: Path) -> None:
+    source = """
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+    """
+    assert read(source, tmp_path).run.lm_head is None
+
+
 def test_no_backward_means_inference(tmp_path: Path) -> None:
     source = """
         import torch
