@@ -281,9 +281,12 @@ CHECKPOINT_INPUT_ELEMENTS_PER_HIDDEN = 1.0
 #: (here one layer) at a time, whose full working set is then live.
 CHECKPOINT_RECOMPUTED_LAYERS_COUNT = 1
 
-#: ASSUMED under no_grad only one layer's intermediates are live at a time, plus the
-#: residual stream in and out of it.
-INFERENCE_LIVE_LAYERS_COUNT = 1
+#: MEASURED tests/calibration/gpu_h200.json. Under no_grad only one layer's intermediates are
+#: live at a time, and not all of them: each is freed once used. Beyond weights, autocast cache,
+#: logits and KV cache, GPT-2 held 0.39x (generation prefill, 16 x 512) and 0.59x (forward,
+#: 32 x 1024) of one training layer's saved bytes; the higher is used. Plus the residual stream
+#: in and out of the layer.
+INFERENCE_LIVE_LAYER_FRACTION = 0.6
 INFERENCE_STREAM_COPIES_COUNT = 2
 #: ASSUMED a CNN forward under no_grad holds about a tenth of what training saves (the
 #: largest pair of consecutive feature maps), between 3% and 30%.
@@ -360,6 +363,16 @@ FSDP_GATHERED_LAYERS_COUNT = 2
 #: ASSUMED PEFT (autocast_adapter_dtype=True) keeps LoRA adapter weights in fp32.
 LORA_ADAPTER_BYTES = 4
 
+#: MEASURED tests/calibration/gpu_h200.json, Qwen2-0.5B in bf16, b8 x 1024, LoRA r=8 on every
+#: linear (peft 0.21): the forward keeps 19.60 GiB against 15.20 GiB without adapters. PEFT
+#: casts each adapted linear's input to the adapters' fp32 dtype before ``lora_A``
+#: (``_cast_input_dtype``), and the cast is saved: one fp32 copy per adapted linear of its input
+#: (q, k, v each, o, gate and up each, down) = +7.5 GiB there, less the frozen base linears'
+#: 16-bit inputs that are no longer saved (2.8 GiB; not subtracted, a margin). Applies to
+#: 16-bit weights without autocast; under amp the input is already fp32 (Llama-3.2-1B amp LoRA
+#: measured at 0.99x of the estimate without this term).
+LORA_INPUT_CAST_COPIES_COUNT = 1
+
 #: ASSUMED how much of the cast-weight estimate autocast really keeps (weights used twice are
 #: cast once; ops outside the autocast lists are not cast).
 AUTOCAST_CACHE_LOW_FRACTION = 0.9
@@ -370,10 +383,24 @@ AUTOCAST_CACHE_HIGH_FRACTION = 1.1
 DEFAULT_CUDA_CONTEXT_BYTES = 400 * 1024**2
 #: ASSUMED context and library workspaces vary with CUDA version, cuDNN/cuBLAS handles and
 #: lazy loading; the high end MEASURED: an H200 process with CUDA 13 and torch 2.11 held
-#: 767-785 MiB after real training steps (tests/calibration/gpu_h200.json), 1.96x the
-#: published default above.
+#: 717-837 MiB after real steps (tests/calibration/gpu_h200.json; 837 with peft's LoRA
+#: kernels loaded), 2.09x the published default above.
 CUDA_CONTEXT_LOW_FRACTION = 0.75
-CUDA_CONTEXT_HIGH_FRACTION = 2.0
+CUDA_CONTEXT_HIGH_FRACTION = 2.1
+
+#: MEASURED tests/calibration/gpu_h200.json (baseline_allocated_bytes): cuBLAS takes a 32 MiB
+#: workspace per handle and stream through the caching allocator (CUBLAS_WORKSPACE_CONFIG's
+#: default on sm_90, :4096:8), one on the first matmul of the main thread and one more on the
+#: first backward (autograd's device thread): 33,554,432 then 68,157,952 bytes allocated before
+#: any tensor of the run. Charged with the context, outside the tensors.
+CUBLAS_WORKSPACE_BYTES = 32 * 1024**2
+
+#: MEASURED tests/calibration/gpu_h200.json (gpt2 b8 x 512 amp, ddp): initialising NCCL and
+#: wrapping the model in DistributedDataParallel (one rank) raised the memory held outside the
+#: caching allocator from 837 to 1,397 MiB: NCCL's communicator buffers and kernels. More
+#: peers and channels take more (NCCL_BUFFSIZE per channel per peer): ASSUMED up to twice that.
+NCCL_COMMUNICATOR_BYTES = 560 * 1024**2
+NCCL_COMMUNICATOR_HIGH_FRACTION = 2.0
 
 #: MEASURED tests/calibration/gpu_h200.json: over 26 real runs (GPT-2, BERT, DistilBERT, OPT,
 #: Qwen2, TinyLlama, Llama-3.2-1B, ViT, ResNet-50; amp/bf16/fp32, AdamW/SGD, checkpointing,
@@ -779,6 +806,21 @@ class _Acts:
         self.parts[name] = self.parts.get(name, 0) + int(math.ceil(value))
 
 
+def lora_casts_inputs(run: RunSpec) -> bool:
+    """Whether PEFT keeps fp32 casts of the adapted linears' inputs (``LORA_INPUT_CAST_COPIES_COUNT``):
+    LoRA training on 16-bit weights, where adapters then add activations rather than only save."""
+    return run.lora and run.training and run.precision in ("fp16", "bf16")
+
+
+def _lora_input_casts_per_token(st: _Stack) -> float:
+    """Bytes per token per layer of PEFT's fp32 casts of the adapted linears' inputs."""
+    experts = max(st.experts_per_token, 1)
+    gated = st.ffn_kind in ("swiglu", "geglu")
+    widths = (1 if st.qkv_fused else 3) * st.hidden + st.attention_width  # q, k, v; o
+    widths += ((2 if gated else 1) * st.hidden + st.ffn) * experts  # gate, up; down
+    return LORA_INPUT_CAST_COPIES_COUNT * widths * LORA_ADAPTER_BYTES
+
+
 def _stack_activations(
     acts: _Acts, prefix: str, st: _Stack, run: RunSpec, batch: int, seq: int, causal: bool = False
 ) -> float:
@@ -788,6 +830,8 @@ def _stack_activations(
     tokens = batch * seq
     layer = _layer_bytes_per_token(st, run.precision, fused, seq) * tokens
     layer += _position_bias_bytes(st, run.precision, fused, seq, seq, causal)
+    if lora_casts_inputs(run):
+        layer += _lora_input_casts_per_token(st) * tokens
     if run.training and not run.checkpointing:
         acts.add(f"{prefix}layers", layer * st.layers)
     elif run.training:
@@ -910,7 +954,7 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
 
 def _finish(acts: _Acts, recompute: List[float], run: RunSpec) -> _Acts:
     if recompute and (run.checkpointing or not run.training):
-        live = CHECKPOINT_RECOMPUTED_LAYERS_COUNT if run.training else INFERENCE_LIVE_LAYERS_COUNT
+        live = CHECKPOINT_RECOMPUTED_LAYERS_COUNT if run.training else INFERENCE_LIVE_LAYER_FRACTION
         acts.add("recomputed_layer" if run.training else "live_layer", live * max(recompute))
     return acts
 
@@ -1161,6 +1205,16 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
     context = gpu.context_bytes if gpu is not None else DEFAULT_CUDA_CONTEXT_BYTES
     terms["cuda_context"] = _spread(context, CUDA_CONTEXT_LOW_FRACTION, CUDA_CONTEXT_HIGH_FRACTION,
                                     "from the GPU entry" if gpu is not None else "default (no GPU given)")
+    workspaces = (2 if run.training else 1) * CUBLAS_WORKSPACE_BYTES
+    ctx = terms["cuda_context"]
+    terms["cuda_context"] = Term(ctx.bytes + workspaces, ctx.low + workspaces, ctx.high + workspaces,
+                                 ctx.note + ", plus cuBLAS workspaces")
+    if run.world_size > 1 or run.sharding != "none":
+        ctx = terms["cuda_context"]
+        terms["cuda_context"] = Term(
+            ctx.bytes + NCCL_COMMUNICATOR_BYTES, ctx.low + NCCL_COMMUNICATOR_BYTES,
+            ctx.high + int(NCCL_COMMUNICATOR_BYTES * NCCL_COMMUNICATOR_HIGH_FRACTION),
+            ctx.note + ", plus NCCL's communicator buffers")
 
     # fragmentation
     allocated = [terms[name] for name in ALLOCATED_TERMS]

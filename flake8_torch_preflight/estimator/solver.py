@@ -39,6 +39,7 @@ from .costmodel import (
     TERMS,
     Estimate,
     estimate,
+    lora_casts_inputs,
 )
 
 if TYPE_CHECKING:
@@ -254,7 +255,8 @@ def known_saving(before: Estimate, after: Estimate) -> Tuple[Optional[int], bool
     With every term known in both, the exact difference of the peaks (``partial`` False).
     Otherwise a lower bound (``partial`` True), term by term: known in both, the difference;
     unknown before and known after, at least ``max(0, before.low - after)``; unknown in both,
-    at least 0 (the candidates lower or keep what they leave unknown), except fragmentation,
+    at least 0 (the candidates lower or keep what they leave unknown; the one that raises it,
+    LoRA on 16-bit weights with its fp32 input casts, has no bound: ``(None, True)``), except fragmentation,
     a fraction of the allocated total, which may grow by ``FRAGMENTATION_HIGH_FRACTION`` of a
     known growth of that total (its fall with a known fall is not counted: the saving stays
     the saving on the known terms); known before and unknown after, ``before - after.high``,
@@ -276,6 +278,8 @@ def known_saving(before: Estimate, after: Estimate) -> Tuple[Optional[int], bool
                 return None, True
             saved = was.bytes - now.high
         else:
+            if name == "activations" and lora_casts_inputs(after.run) and not lora_casts_inputs(before.run):
+                return None, True  # LoRA on 16-bit weights adds activations by an unknown amount
             saved = 0
             fragmentation_unknown = fragmentation_unknown or name == "fragmentation"
         total += saved

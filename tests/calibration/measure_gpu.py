@@ -73,6 +73,13 @@ POINTS: List[Dict[str, Any]] = [
     {"model": "llama-3.2-1b", "batch": 4, "size": 2048, "precision": "amp", "attn": "sdpa"},
     {"model": "llama-3.2-1b", "batch": 4, "size": 2048, "precision": "bf16", "attn": "sdpa", "checkpointing": True},
     {"model": "llama-3.2-1b", "batch": 2, "size": 1024, "precision": "fp32", "attn": "sdpa"},  # GQA: math kernel
+    # generation with a KV cache, LoRA adapters (peft), DDP's gradient buckets, gradient accumulation
+    {"model": "gpt2", "batch": 16, "size": 512, "precision": "amp", "attn": "sdpa", "generate": 256},
+    {"model": "qwen2-0.5b", "batch": 16, "size": 512, "precision": "bf16", "attn": "sdpa", "generate": 512},
+    {"model": "qwen2-0.5b", "batch": 8, "size": 1024, "precision": "bf16", "attn": "sdpa", "lora": 8},
+    {"model": "llama-3.2-1b", "batch": 4, "size": 2048, "precision": "amp", "attn": "sdpa", "lora": 16},
+    {"model": "gpt2", "batch": 8, "size": 512, "precision": "amp", "attn": "sdpa", "grad_accum": 4},
+    {"model": "gpt2", "batch": 8, "size": 512, "precision": "amp", "attn": "sdpa", "ddp": True},  # NCCL: last
     # vision
     {"model": "vit-b-16", "batch": 64, "size": 224, "precision": "amp", "attn": "sdpa"},
     {"model": "resnet50", "batch": 64, "size": 224, "precision": "amp"},
@@ -88,6 +95,11 @@ def _point_key(p: Dict[str, Any]) -> str:
              p.get("optimizer", "adamw")]
     if p.get("head"):
         parts.append(p["head"])
+    for flag in ("generate", "lora", "grad_accum"):
+        if p.get(flag):
+            parts.append(f"{flag}{p[flag]}")
+    if p.get("ddp"):
+        parts.append("ddp")
     if p.get("checkpointing"):
         parts.append("ckpt")
     if p.get("inference"):
@@ -117,6 +129,14 @@ def projection(p: Dict[str, Any], gpu: Optional[str]) -> Dict[str, Any]:
         argv.append("--checkpointing")
     if p.get("inference"):
         argv.append("--inference")
+    if p.get("generate"):
+        argv += ["--generate", "--max-new-tokens", str(p["generate"])]
+    if p.get("lora"):
+        argv += ["--lora", str(p["lora"])]
+    if p.get("ddp"):
+        argv += ["--world-size", "1", "--sharding", "ddp"]
+    if p.get("grad_accum"):
+        argv += ["--grad-accum", str(p["grad_accum"])]
     if gpu:
         argv += ["--gpu", gpu]
     out, err = io.StringIO(), io.StringIO()
@@ -229,6 +249,13 @@ def build(p: Dict[str, Any], tiny: bool) -> Any:
     return model, tokens, lm_forward
 
 
+def _nccl_initialised() -> bool:
+    """Whether an earlier point of this process started NCCL (its buffers count as context)."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
 def _optimizer(name: str, params: Any) -> Any:
     import torch
 
@@ -263,15 +290,33 @@ def train(p: Dict[str, Any], device: str, tiny: bool) -> Dict[str, Any]:
     model.to(device)
     if p.get("checkpointing"):
         model.gradient_checkpointing_enable() if hasattr(model, "gradient_checkpointing_enable") else None
-    inference = bool(p.get("inference"))
+    if p.get("lora"):
+        import peft
+
+        # adapters on every linear layer of the blocks, as the estimator prices them (QLoRA §4)
+        config = peft.LoraConfig(r=p["lora"], lora_alpha=2 * p["lora"], target_modules="all-linear")
+        model = peft.get_peft_model(model, config)
+    inference = bool(p.get("inference") or p.get("generate"))
     model.eval() if inference else model.train()
     params = sum(t.numel() for t in model.parameters())
+    trainable = sum(t.numel() for t in model.parameters() if t.requires_grad)
     weights = alloc()
+    if p.get("ddp"):
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if cuda else "gloo", init_method="tcp://127.0.0.1:29511",
+                                    rank=0, world_size=1)
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0] if cuda else None)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     amp = p["precision"] == "amp"
-    optimizer = None if inference else _optimizer(p.get("optimizer", "adamw"), model.parameters())
+    optimizer = None if inference else _optimizer(
+        p.get("optimizer", "adamw"), [t for t in model.parameters() if t.requires_grad])
     scaler = torch.amp.GradScaler(device, enabled=cuda and amp and not inference)
+    if p.get("generate"):
+        return _generate(p, model, make_inputs, device, base, weights, params)
+    micro = int(p.get("grad_accum") or 1)
     phases: List[Dict[str, Any]] = []
     steady_forward: List[int] = []
     start = time.perf_counter()
@@ -282,11 +327,16 @@ def train(p: Dict[str, Any], device: str, tiny: bool) -> Dict[str, Any]:
             torch.cuda.reset_peak_memory_stats()  # steady state: allocated peak over steps 2..STEPS
             marks["before_forward"] = alloc()
         ctx = torch.no_grad() if inference else torch.enable_grad()
+        for _ in range(micro - 1):  # gradient accumulation: earlier micro-batches, gradients kept
+            with torch.autocast(device_type=device, dtype=torch.float16, enabled=cuda and amp):
+                early = forward(model, make_inputs(p["batch"], p["size"], device)) / micro
+            scaler.scale(early).backward()
+            del early
         with ctx, torch.autocast(device_type=device, dtype=torch.float16, enabled=cuda and amp):
             loss = forward(model, inputs)
         marks["after_forward"] = alloc()
         if not inference:
-            scaler.scale(loss).backward()
+            scaler.scale(loss / micro).backward()
             marks["after_backward"] = alloc()
             scaler.step(optimizer)
             scaler.update()
@@ -298,7 +348,8 @@ def train(p: Dict[str, Any], device: str, tiny: bool) -> Dict[str, Any]:
             phases.append(marks)
         elif cuda:
             steady_forward.append(marks["after_forward"] - marks["before_forward"])
-    row: Dict[str, Any] = {"params": params, "steps": STEPS, "seconds": round(time.perf_counter() - start, 2)}
+    row: Dict[str, Any] = {"params": params, "trainable_params": trainable, "steps": STEPS,
+                           "seconds": round(time.perf_counter() - start, 2)}
     if cuda:
         torch.cuda.synchronize()
         free, total = torch.cuda.mem_get_info()
@@ -314,6 +365,8 @@ def train(p: Dict[str, Any], device: str, tiny: bool) -> Dict[str, Any]:
             cuda_context_bytes=total - free - reserved,
             total_bytes=total,
             num_alloc_retries=stats.get("num_alloc_retries"),
+            requested_peak_bytes=stats.get("requested_bytes.all.peak"),
+            nccl_initialised=bool(p.get("ddp")) or _nccl_initialised(),
         )
         row["measured_peak_bytes"] = row["max_memory_reserved_bytes"] + row["cuda_context_bytes"]
     del model, optimizer, scaler
@@ -321,6 +374,41 @@ def train(p: Dict[str, Any], device: str, tiny: bool) -> Dict[str, Any]:
     if cuda:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
+    return row
+
+
+def _generate(p: Dict[str, Any], model: Any, make_inputs: Any, device: str, base: Optional[int],
+              weights: Optional[int], params: int) -> Dict[str, Any]:
+    """Greedy generation of exactly ``p["generate"]`` tokens after a ``p["size"]`` prompt."""
+    import torch
+
+    cuda = device == "cuda"
+    start = time.perf_counter()
+    for _ in range(2):  # the second call is the steady one; the reserved peak covers both
+        ids = make_inputs(p["batch"], p["size"], device)["input_ids"]
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        with torch.no_grad(), torch.autocast(device_type=device, dtype=torch.float16,
+                                             enabled=cuda and p["precision"] == "amp"):
+            out = model.generate(ids, max_new_tokens=p["generate"], min_new_tokens=p["generate"],
+                                 do_sample=False, pad_token_id=0)
+        del out, ids
+    row: Dict[str, Any] = {"params": params, "trainable_params": 0, "steps": 2,
+                           "seconds": round(time.perf_counter() - start, 2)}
+    if cuda:
+        torch.cuda.synchronize()
+        free, total = torch.cuda.mem_get_info()
+        stats = torch.cuda.memory_stats()
+        row.update(baseline_allocated_bytes=base, weights_allocated_bytes=weights - base,
+                   steady_max_allocated_bytes=torch.cuda.max_memory_allocated() - base,
+                   max_memory_reserved_bytes=stats["reserved_bytes.all.peak"],
+                   cuda_context_bytes=total - free - torch.cuda.memory_reserved(), total_bytes=total,
+                   requested_peak_bytes=stats.get("requested_bytes.all.peak"))
+        row["measured_peak_bytes"] = row["max_memory_reserved_bytes"] + row["cuda_context_bytes"]
+    del model
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
     return row
 
 
@@ -357,6 +445,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny models, no memory figures")
     parser.add_argument("--annotate", metavar="FILE", help="recompute the estimates of a measurements file")
     parser.add_argument("--only", help="comma-separated model names to run")
+    parser.add_argument("--extra", action="store_true", help="only the generation/LoRA/DDP/accumulation points")
     args = parser.parse_args(argv)
     if args.annotate:
         return annotate(pathlib.Path(args.annotate))
@@ -383,6 +472,8 @@ def main(argv: List[str]) -> int:
     only = set(args.only.split(",")) if args.only else None
     for point in POINTS:
         if only and point["model"] not in only:
+            continue
+        if args.extra and not any(point.get(k) for k in ("generate", "lora", "ddp", "grad_accum")):
             continue
         p = dict(point)
         if args.dry_run:

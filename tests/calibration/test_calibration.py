@@ -110,6 +110,10 @@ KNOWN_DISAGREEMENTS: Dict[str, str] = {
     'gpu-point/gpu_h200/llama-3.2-1b/b2/s1024/fp32/sdpa/adamw':
         'over by 19 % (inside the interval): activations are 1.08x the forward kept bytes, and the fp32 AdamW '
         "step's foreach temporary (one exp_avg_sq copy, 4.6 GiB) did not all show in the measured peak",
+    'gpu-point/gpu_h200/qwen2-0.5b/b16/s512/bf16/sdpa/adamw/generate512':
+        "allocator, not tensors: generation's growing KV cache (torch.cat per token) left max_memory_reserved "
+        '87 % over the allocated peak (2.49 vs 1.33 GiB; GPT-2 generating: 11 %), the cost model prices 10 %; '
+        'inside the interval; 0.719x',
     'point/t5/eager/amp/b16/s512/1':
         'fixture counts a 4 B/logit loss cast twice (saved + loss_transient_bytes); cost model 9,681,469,440 '
         'vs measured 10,780,475,396 (0.898x), 0.995x without the double count',
@@ -466,7 +470,10 @@ def _gpu_estimate(data: Dict[str, Any], row: Dict[str, Any]) -> costmodel.Estima
                   image_size=p["size"] if vision else None, precision=p["precision"],
                   optimizer=p.get("optimizer", "adamw"), flash=p.get("attn") == "sdpa",
                   checkpointing=bool(p.get("checkpointing")), inference=bool(p.get("inference")),
-                  lm_head=(p.get("head") == "mlm") if spec.kind == "encoder" else None)
+                  lm_head=(p.get("head") == "mlm") if spec.kind == "encoder" else None,
+                  generation=bool(p.get("generate")), max_new_tokens=p.get("generate"),
+                  lora=bool(p.get("lora")), lora_rank=p.get("lora") or 8,
+                  sharding="ddp" if p.get("ddp") else "none", grad_accum_steps=p.get("grad_accum") or 1)
     return costmodel.estimate(run, catalogue.find_gpu(data["environment"]["gpu"]))
 
 
@@ -492,17 +499,22 @@ def test_gpu_peak_point(case: str) -> None:
     assert lo <= point / measured <= hi, f"estimate {point:,} vs measured {measured:,} ({point / measured:.3f}x)"
 
 
-@pytest.mark.parametrize("case", [c for c in GPU_CASES if "/inference" not in c])
+@pytest.mark.parametrize("case", [c for c in GPU_CASES if "/inference" not in c and "/generate" not in c])
 def test_gpu_weights_gradients_and_optimizer_state(case: str) -> None:
     """The definitional terms against the first step's memory_allocated phases: weights after the
-    model is on the GPU; gradients = what zero_grad(set_to_none=True) frees after the step;
-    optimizer state = what stays after it, beyond the weights."""
+    model is on the GPU; gradients = what zero_grad(set_to_none=True) frees after the step (plus,
+    under DDP, the gradient buckets allocated when the model is wrapped); optimizer state = what
+    stays after it, beyond the weights."""
     data, row = _gpu_row(case)
     b = _gpu_estimate(data, row).breakdown
     first = row["first_step"][0]
+    buckets = first["before_forward"] - row["weights_allocated_bytes"] if row["point"].get("ddp") else 0
     measured = {"weights": row["weights_allocated_bytes"],
-                "gradients": first["after_step"] - first["after_zero_grad"],
+                "gradients": first["after_step"] - first["after_zero_grad"] + buckets,
                 "optimizer_state": first["after_zero_grad"] - first["before_forward"]}
+    if row["baseline_allocated_bytes"] < 2 * costmodel.CUBLAS_WORKSPACE_BYTES:
+        # the process's first backward: autograd's thread took its cuBLAS workspace during this step
+        measured["optimizer_state"] -= costmodel.CUBLAS_WORKSPACE_BYTES
     if row["point"]["precision"] == "amp" and first["after_step"] == first["after_backward"]:
         # GradScaler's first scale (65536) overflowed the fp16 gradients and skipped the step, so no
         # optimizer state exists yet (ResNet-50 here): nothing to compare it with
@@ -518,13 +530,16 @@ def test_gpu_context_and_capacity_are_the_measured_ones(name: str) -> None:
     capacity cudaMemGetInfo reported; every run's context lies inside the context term."""
     data = _load(name)
     gpu = catalogue.find_gpu(data["environment"]["gpu"])
-    contexts = sorted(r["cuda_context_bytes"] for r in data["rows"] if "error" not in r)
+    contexts = sorted(r["cuda_context_bytes"] for r in data["rows"]
+                      if "error" not in r and not r.get("nccl_initialised"))
     median = contexts[len(contexts) // 2]
     assert abs(gpu.context_bytes - median) <= MIB, (gpu.context_bytes, median)
     assert gpu.usable_bytes == data["environment"]["total_bytes"] // MIB * MIB
     low = int(gpu.context_bytes * costmodel.CUDA_CONTEXT_LOW_FRACTION)
     high = int(gpu.context_bytes * costmodel.CUDA_CONTEXT_HIGH_FRACTION)
     assert all(low <= c <= high for c in contexts)
+    nccl = [r["cuda_context_bytes"] - median for r in data["rows"] if r.get("nccl_initialised")]
+    assert all(abs(n - costmodel.NCCL_COMMUNICATOR_BYTES) <= 100 * MIB for n in nccl), nccl
     default_high = costmodel.DEFAULT_CUDA_CONTEXT_BYTES * costmodel.CUDA_CONTEXT_HIGH_FRACTION
     assert contexts[-1] <= default_high, "the default context's high end must cover the measured one"
 

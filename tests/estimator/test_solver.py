@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 import pytest
 
 from flake8_torch_preflight.estimator.catalogue import GpuTarget, ModelSpec
-from flake8_torch_preflight.estimator.costmodel import estimate
+from flake8_torch_preflight.estimator.costmodel import estimate, lora_casts_inputs
 from flake8_torch_preflight.estimator.run import RunSpec
 from flake8_torch_preflight.estimator.solver import (
     DISRUPTION_RANKS,
@@ -200,6 +200,10 @@ def test_a_partly_known_saving_is_a_lower_bound_of_the_full_one(count: int, prec
         exact, was_partial = known_saving(full, estimate(candidate.apply(full_run), target))
         bound, is_partial = known_saving(partial, estimate(_partly_known(candidate.apply(full_run)), target))
         assert not was_partial and is_partial, candidate.label
+        if lora_casts_inputs(candidate.apply(full_run)):
+            # LoRA on 16-bit weights adds fp32 input casts to the activations it cannot price: no bound
+            assert bound is None, candidate.label
+            continue
         assert exact is not None and bound is not None and bound <= exact, candidate.label
 
 
