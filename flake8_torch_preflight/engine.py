@@ -9,6 +9,8 @@ plugin -> engine -> rules -> analysis -> stubs.
 """
 from __future__ import annotations
 
+import ast
+
 import gc
 import signal
 import sys
@@ -46,12 +48,13 @@ def findings_for(tree: object, filename: str, lines: Sequence[str], code: str) -
     """Findings of ``code`` for this file, analysing the file on first request."""
     global _last
     if _last is None or _last[0] is not tree or _last[1] != filename:
-        _last = (tree, filename, analyse_file(filename, lines, SETTINGS))
+        _last = (tree, filename, analyse_file(filename, lines, SETTINGS, tree))
     return _last[2].get(code, [])
 
 
-def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Findings:
-    """Run every selected rule on one file; never raises."""
+def analyse_file(filename: str, lines: Sequence[str], settings: Settings, tree: object = None) -> Findings:
+    """Run every selected rule on one file; never raises. ``tree``: flake8's ``ast`` of ``lines``,
+    reused for the astroid build."""
     source = "".join(lines)
     rules = [
         r
@@ -69,7 +72,7 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Fin
     try:
         gc.set_threshold(max(GC_THRESHOLD0, thresholds[0]), *thresholds[1:])
         with _time_budget(BUDGET_SECONDS):
-            return _analyse(filename, source, lines, settings, rules, deadline)
+            return _analyse(filename, source, lines, settings, rules, deadline, tree)
     except BudgetExceeded:
         _note(filename, "analysis", too_slow)
     except Exception as exc:  # never let one file abort the flake8 run
@@ -85,10 +88,11 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings) -> Fin
 
 
 def _analyse(
-    filename: str, source: str, lines: Sequence[str], settings: Settings, rules: List[Type[Rule]], deadline: float
+    filename: str, source: str, lines: Sequence[str], settings: Settings, rules: List[Type[Rule]], deadline: float,
+    tree: object = None,
 ) -> Findings:
     try:
-        module = build_module(source, filename)
+        module = build_module(source, filename, tree if isinstance(tree, ast.Module) else None)
     except AstroidSyntaxError:
         return {}  # flake8 reports E999 itself
     except RecursionError:

@@ -1,11 +1,15 @@
 """Failures stay inside one file and are visible; cheap gate; the astroid cache does not grow."""
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
+from astroid import nodes
 from astroid.manager import AstroidManager
 
 from flake8_torch_preflight import engine
-from flake8_torch_preflight.analysis import build
+from flake8_torch_preflight.analysis import brain, build, infer
 from flake8_torch_preflight.rules import REGISTRY
 
 SOFTMAX = (
@@ -177,3 +181,37 @@ def test_relative_names_under_builtins_are_guarded_like_the_module_they_name() -
     with _pytest.raises(AstroidImportError):
         AstroidManager().ast_from_module_name("builtins.io")
     assert AstroidManager().ast_from_module_name("builtins").name == "builtins"
+
+
+def test_the_astroid_build_reuses_flake8s_tree_and_only_for_that_file(tmp_path: Path) -> None:
+    """build_module(tree=...) rebuilds from flake8's ast instead of parsing again: the same module
+    as from the source; astroid's parse function is restored at once, so a sibling module read
+    while the checked file is analysed is parsed from its own source."""
+    from astroid import builder as astroid_builder
+
+    (tmp_path / "helpers.py").write_text("import torch\ndef make():\n    return torch.nn.Linear(2, 2)\n")
+    source = "import torch\nfrom helpers import make\nmodel = make()\nout = model(torch.randn(1, 2))\n"
+    path = str(tmp_path / "train.py")
+    original = astroid_builder._parse_string
+    brain.begin_file(path)  # as the engine does: sibling modules of this file may be read
+    from_tree = build.build_module(source, path, ast.parse(source))
+    assert astroid_builder._parse_string is original
+    assert from_tree.as_string() == build.build_module(source, path).as_string()
+    made = from_tree.body[2].value
+    assert isinstance(made, nodes.Call)
+    assert infer.qname(made) == "torch.nn.Linear"  # helpers.py parsed from its own text
+
+
+def test_the_reused_tree_is_handed_out_once() -> None:
+    """Inside the build, only astroid's first parse (the checked file's) gets flake8's tree; a
+    module parsed later in the same build (read by a transform's inference) gets its own."""
+    from astroid import builder as astroid_builder
+
+    tree = ast.parse("checked = 1\n")
+    with build._parsed_as(tree):
+        first = astroid_builder._parse_string("other = 2\n")
+        second = astroid_builder._parse_string("other = 2\n")
+    first_node = first[0] if isinstance(first, tuple) else first
+    second_node = second[0] if isinstance(second, tuple) else second
+    assert first_node is tree
+    assert isinstance(second_node, ast.Module) and second_node.body[0].targets[0].id == "other"

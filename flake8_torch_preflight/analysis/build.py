@@ -5,10 +5,13 @@ nothing in ``analysis`` imports a rule.
 """
 from __future__ import annotations
 
+import ast
+import contextlib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Iterator, Optional, Sequence
 
+from astroid import builder as astroid_builder
 from astroid import nodes
 from astroid.builder import AstroidBuilder
 from astroid.manager import AstroidManager
@@ -51,11 +54,39 @@ class FileContext:
     memo: Dict[str, Any] = field(default_factory=dict)
 
 
-def build_module(source: str, path: str) -> nodes.Module:
+def build_module(source: str, path: str, tree: Optional[ast.Module] = None) -> nodes.Module:
     """The astroid module of one file's source, built as the plugin builds it: stubs installed,
     the private module name, ``path`` as its file (so sibling modules resolve beside it).
+
+    ``tree``, when given, is the ``ast`` module flake8 already parsed from the same source:
+    astroid rebuilds its nodes from it instead of parsing the source a second time.
 
     Raises ``AstroidSyntaxError`` (and ``RecursionError`` on pathologically long expressions).
     """
     brain.install()
-    return AstroidBuilder(AstroidManager()).string_build(source, _MODNAME, path)
+    builder = AstroidBuilder(AstroidManager())
+    if not isinstance(tree, ast.Module):
+        return builder.string_build(source, _MODNAME, path)
+    with _parsed_as(tree):
+        return builder.string_build(source, _MODNAME, path)
+
+
+@contextlib.contextmanager
+def _parsed_as(tree: ast.Module) -> Iterator[None]:
+    """Make astroid's next parse (``astroid.builder._parse_string``, which ``string_build``
+    calls before anything else) hand back ``tree``, once: modules that inference reads while
+    the transforms run are parsed as usual. Its result is ``node`` in astroid 4 and
+    ``(node, parser_module)`` in astroid 3; the original runs on an empty source to get the
+    shape and the parser module of this astroid."""
+    original = astroid_builder._parse_string
+
+    def parsed(data: str, *args: Any, **kwargs: Any) -> Any:
+        astroid_builder._parse_string = original
+        shape = original("", *args, **kwargs)
+        return (tree, shape[1]) if isinstance(shape, tuple) else tree
+
+    astroid_builder._parse_string = parsed
+    try:
+        yield
+    finally:
+        astroid_builder._parse_string = original
