@@ -275,10 +275,14 @@ def run_point(fam: Family, v: dict[str, int], L: int, b: int, s: int, impl: str,
         held = _forward.held  # type: ignore[attr-defined]
         held_key = H.storage_key(held)
         logits_bytes = 0 if held_key in cap.rows else int(held.untyped_storage().nbytes())
-        # the loss's fp32 copy of 16-bit logits (ForCausalLMLoss: logits.float(); under amp the
-        # autocast cast for cross_entropy) lives until the loss returns: a transient, not saved
+        # the loss's fp32 copy of 16-bit logits lives until the loss returns: a transient, not
+        # saved, for decoders (ForCausalLMLoss: logits.float(), consumed by cross_entropy, whose
+        # log_softmax saves its own output). Other heads call CrossEntropyLoss on the 16-bit
+        # logits; under amp autocast's fp32 cast for it is already among the saved tensors
+        # (activations_t5.json amp bsV 6 = log_softmax 2 + the cast 4), so adding it here again
+        # counted it twice (the T5 amp points were 0.83-0.90x before this was fixed).
         half = held.dtype in (torch.float16, torch.bfloat16)
-        upcast = 4 * held.numel() if half and (spec["amp"] is not None or fam.kind == "decoder") else 0
+        upcast = 4 * held.numel() if half and fam.kind == "decoder" else 0
     row = {"L": L, "b": b, "s": s, **cap.summary(), "held_logits_bytes": logits_bytes,
            "loss_transient_bytes": logits_bytes + upcast}
     row["sdpa_backends"] = sorted(set(H.SDPA_CHOICES))
