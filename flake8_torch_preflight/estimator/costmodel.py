@@ -928,7 +928,8 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         elif run.lm_head is None:
             acts.high_extra += mlm
             acts.notes.append("encoder head not known: a classification head is priced, the high end "
-                              "includes a masked-LM head over the vocabulary")
+                              "includes a masked-LM head over the vocabulary (read from the model "
+                              "class when the run comes from a script)")
     if vocab and lm_positions:
         if run.generation:
             point_positions = batch * GENERATION_LOGITS_POSITIONS_COUNT
@@ -959,18 +960,19 @@ def _finish(acts: _Acts, recompute: List[float], run: RunSpec) -> _Acts:
     return acts
 
 
-def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int]]:
+def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int], List[str]]:
+    """The activation term, its parts, and what widened its high end (shown as notes)."""
     model = run.model
     if model is None:
-        return _unknown("no model shape (parameter count only)"), {}
+        return _unknown("no model shape (parameter count only)"), {}, []
     kind, shape = model.kind, model.shape
     if kind == "cnn":
-        return _cnn_activations(run, shape), {}
+        return _cnn_activations(run, shape), {}, []
     if kind not in _TRANSFORMER_KINDS:
-        return _unknown(f"no activation model for kind {kind!r}"), {}
+        return _unknown(f"no activation model for kind {kind!r}"), {}, []
     acts, why = _transformer_activations(run, shape, kind)
     if acts is None:
-        return _unknown(why), {}
+        return _unknown(why), {}, []
     point = acts.point
     note = "; ".join(["terms measured for Hugging Face models (tests/calibration)"] + (
         ["vision tower not included"] if "vision" in shape else []) + acts.notes)
@@ -980,7 +982,7 @@ def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int]]:
         int(math.ceil((point + acts.high_extra) * ACTIVATIONS_HIGH_FRACTION)),
         note,
     )
-    return term, dict(acts.parts)
+    return term, dict(acts.parts), list(acts.notes)
 
 
 #: ``fp16`` CNN runs (16-bit weights and input) keep the same bytes as the measured ``bf16`` ones.
@@ -1182,8 +1184,9 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
                                           AUTOCAST_CACHE_HIGH_FRACTION, why)
 
     # activations
-    activations, parts = _activations(run)
+    activations, parts, widened = _activations(run)
     terms["activations"] = activations
+    notes.extend(f"activations: {why}" for why in widened)
 
     # the optimizer step allocates after activations and autocast copies are freed
     step = terms["optimizer_step"]

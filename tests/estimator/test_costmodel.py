@@ -170,6 +170,8 @@ def test_encoder_masked_lm_head(precision: str, per_hidden: int, per_logit: int)
     assert acts[None].high == math.ceil((acts[None].bytes + mlm) * cm.ACTIVATIONS_HIGH_FRACTION)
     assert acts[False].high == math.ceil(acts[False].bytes * cm.ACTIVATIONS_HIGH_FRACTION)
     assert "masked-LM head" in acts[None].note and "masked-LM head" not in acts[False].note
+    assert any("masked-LM head" in note for note in estimate(runs[None]).notes)  # shown to the user
+    assert not any("masked-LM head" in note for note in estimate(runs[True]).notes)
 
 
 def test_optimizer_step_is_the_foreach_temporary_beyond_backwards_peak() -> None:
