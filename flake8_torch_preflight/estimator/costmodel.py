@@ -985,6 +985,22 @@ def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int], List[str]]:
     return term, dict(acts.parts), list(acts.notes)
 
 
+def _context(run: RunSpec, gpu: Optional[GpuTarget]) -> Term:
+    """Memory outside the tensors: the CUDA context (the GPU's, or the default), cuBLAS's
+    workspaces (forward, and autograd's backward thread when training) and, in a distributed
+    run, NCCL's communicator buffers."""
+    context = gpu.context_bytes if gpu is not None else DEFAULT_CUDA_CONTEXT_BYTES
+    low, high = int(context * CUDA_CONTEXT_LOW_FRACTION), int(math.ceil(context * CUDA_CONTEXT_HIGH_FRACTION))
+    extra = (2 if run.training else 1) * CUBLAS_WORKSPACE_BYTES
+    extra_high = extra
+    parts = ["from the GPU entry" if gpu is not None else "default (no GPU given)", "plus cuBLAS workspaces"]
+    if run.world_size > 1 or run.sharding != "none":
+        extra += NCCL_COMMUNICATOR_BYTES
+        extra_high += int(NCCL_COMMUNICATOR_BYTES * NCCL_COMMUNICATOR_HIGH_FRACTION)
+        parts.append("NCCL's communicator buffers")
+    return Term(context + extra, low + extra, high + extra_high, ", ".join(parts))
+
+
 #: ``fp16`` CNN runs (16-bit weights and input) keep the same bytes as the measured ``bf16`` ones.
 _CNN_BYTES_KEY = {"fp32": "fp32", "amp": "amp", "fp16": "bf16", "bf16": "bf16"}
 
@@ -1205,19 +1221,7 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
     terms["kv_cache"] = _kv_cache(run)
 
     # CUDA context
-    context = gpu.context_bytes if gpu is not None else DEFAULT_CUDA_CONTEXT_BYTES
-    terms["cuda_context"] = _spread(context, CUDA_CONTEXT_LOW_FRACTION, CUDA_CONTEXT_HIGH_FRACTION,
-                                    "from the GPU entry" if gpu is not None else "default (no GPU given)")
-    workspaces = (2 if run.training else 1) * CUBLAS_WORKSPACE_BYTES
-    ctx = terms["cuda_context"]
-    terms["cuda_context"] = Term(ctx.bytes + workspaces, ctx.low + workspaces, ctx.high + workspaces,
-                                 ctx.note + ", plus cuBLAS workspaces")
-    if run.world_size > 1 or run.sharding != "none":
-        ctx = terms["cuda_context"]
-        terms["cuda_context"] = Term(
-            ctx.bytes + NCCL_COMMUNICATOR_BYTES, ctx.low + NCCL_COMMUNICATOR_BYTES,
-            ctx.high + int(NCCL_COMMUNICATOR_BYTES * NCCL_COMMUNICATOR_HIGH_FRACTION),
-            ctx.note + ", plus NCCL's communicator buffers")
+    terms["cuda_context"] = _context(run, gpu)
 
     # fragmentation
     allocated = [terms[name] for name in ALLOCATED_TERMS]
