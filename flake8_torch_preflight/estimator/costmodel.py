@@ -666,7 +666,15 @@ def _uses_fused_kernel(st: _Stack, precision: str, flash: bool) -> bool:
     memory-efficient kernel no GQA, so CUDA runs the math kernel, which keeps K/V expanded and
     the s x s scores like eager attention (tests/calibration/activations_llama-gqa.json
     sdpa/fp32/lm: the eager fit, bssa 4).
+
+    Nor for T5's learned position bias (``t5_position_bias``), an s x s float mask that requires
+    grad: MEASURED tests/calibration/gpu_h200.json, T5-small (amp) and Flan-T5-base (bf16) under
+    SDPA on an H200 peak at 0.96x / 0.89x of the eager pricing and 1.6x / 1.7x of the fused one.
+    (The fake-tensor harness, which re-implements the kernel choice, picked the memory-efficient
+    kernel for them: activations_t5.json sdpa; the GPU is taken as the truth.)
     """
+    if st.t5_position_bias:
+        return False
     return flash and not (precision == "fp32" and st.kv_heads < st.heads)
 
 
@@ -798,6 +806,8 @@ def _logits_bytes_per_position(vocab: int, dt: Mapping[str, int], with_loss: boo
 class _Acts:
     point: float = 0.0
     high_extra: float = 0.0
+    #: what the low end leaves out of the point (a kernel that may keep less than the one priced)
+    low_less: float = 0.0
     parts: Dict[str, int] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
 
@@ -834,6 +844,15 @@ def _stack_activations(
         layer += _lora_input_casts_per_token(st) * tokens
     if run.training and not run.checkpointing:
         acts.add(f"{prefix}layers", layer * st.layers)
+        if run.flash and st.t5_position_bias and not fused:
+            # priced as the math kernel the H200 run showed; the low end as the fused kernel the
+            # fake-tensor harness chose (activations_t5.json sdpa), in case another torch picks it
+            kept = (_layer_bytes_per_token(st, run.precision, True, seq) * tokens
+                    + _position_bias_bytes(st, run.precision, True, seq, seq, causal))
+            acts.low_less += max(0.0, layer - kept) * st.layers
+            if not any("position bias" in note for note in acts.notes):
+                acts.notes.append("T5's learned position bias under SDPA is priced as the math kernel "
+                                  "(measured on an H200); the low end as a fused kernel")
     elif run.training:
         kept = CHECKPOINT_INPUT_ELEMENTS_PER_HIDDEN * st.hidden * dt["stream"] * tokens * st.layers
         acts.add(f"{prefix}checkpointed_layer_inputs", kept)
@@ -898,20 +917,24 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         dec_seq = 1 if run.generation else seq  # with a KV cache the decoder runs one position at a time
         dec_tokens = batch * dec_seq
         fused = _uses_fused_kernel(dec, run.precision, run.flash)
-        # decoder layer: its self-attention layer plus cross-attention (norm + queries) ...
-        cross = (
-            _norms_bytes_per_token(dec, run.precision, 1)
-            + _attention_bytes_per_token(dec, run.precision, fused, enc_seq, self_attention=False)
-        ) * dec_tokens
-        # ... against K and V projected from the encoder output (once per decoder layer)
-        cross_kv = _cross_kv_bytes_per_encoder_token(dec, run.precision, fused) * batch * enc_seq
+
+        def cross_attention(fused: bool) -> float:
+            # per decoder layer: cross-attention (norm + queries) against K and V projected from
+            # the encoder output
+            queries = (_norms_bytes_per_token(dec, run.precision, 1)
+                       + _attention_bytes_per_token(dec, run.precision, fused, enc_seq, self_attention=False))
+            return queries * dec_tokens + _cross_kv_bytes_per_encoder_token(dec, run.precision, fused) * batch * enc_seq
+
+        cross = cross_attention(fused)
         dec_layer = _stack_activations(acts, "decoder_", dec, run, batch, dec_seq, causal=True)
         if run.training and not run.checkpointing:
-            acts.add("decoder_cross_attention", (cross + cross_kv) * dec.layers)
+            acts.add("decoder_cross_attention", cross * dec.layers)
+            if run.flash and dec.t5_position_bias and not fused:  # the fused low end, as in _stack_activations
+                acts.low_less += max(0.0, cross - cross_attention(True)) * dec.layers
         if _qkv_input_elements(dec, run.precision) == ATTENTION_SAVED_ELEMENTS["qkv_input_per_hidden"]:
             # shared by every decoder layer's k and v projections (under amp each keeps a cast)
             acts.add("encoder_output", dec.hidden * dt["matmul"] * batch * enc_seq)
-        recompute.extend([enc_layer, dec_layer + cross + cross_kv])
+        recompute.extend([enc_layer, dec_layer + cross])
         final, lm_positions = dec, dec_tokens
     tokens = batch * seq
     if run.training:
@@ -978,7 +1001,7 @@ def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int], List[str]]:
         ["vision tower not included"] if "vision" in shape else []) + acts.notes)
     term = Term(
         int(math.ceil(point)),
-        int(point * ACTIVATIONS_LOW_FRACTION),
+        int((point - acts.low_less) * ACTIVATIONS_LOW_FRACTION),
         int(math.ceil((point + acts.high_extra) * ACTIVATIONS_HIGH_FRACTION)),
         note,
     )

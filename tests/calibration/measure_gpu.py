@@ -86,8 +86,27 @@ POINTS: List[Dict[str, Any]] = [
     {"model": "resnet50", "batch": 128, "size": 224, "precision": "amp"},
     {"model": "resnet50", "batch": 64, "size": 224, "precision": "fp32", "optimizer": "sgd-momentum"},
 ]
+#: Families the fake-tensor calibration did not measure (``--families``): whole-peak checks only.
+FAMILY_POINTS: List[Dict[str, Any]] = [
+    {"model": "smollm-135m", "batch": 8, "size": 2048, "precision": "amp", "attn": "sdpa"},
+    {"model": "qwen3-0.6b", "batch": 8, "size": 1024, "precision": "bf16", "attn": "sdpa"},
+    {"model": "gemma-3-270m", "batch": 8, "size": 1024, "precision": "amp", "attn": "sdpa"},
+    {"model": "gemma-2-2b", "batch": 4, "size": 1024, "precision": "bf16", "attn": "eager"},  # softcap: no sdpa
+    {"model": "phi-3-mini", "batch": 2, "size": 1024, "precision": "bf16", "attn": "sdpa"},
+    {"model": "pythia-410m", "batch": 8, "size": 1024, "precision": "amp", "attn": "sdpa"},
+    {"model": "mistral-7b", "batch": 1, "size": 2048, "precision": "bf16", "attn": "sdpa"},
+    {"model": "falcon-7b", "batch": 1, "size": 1024, "precision": "bf16", "attn": "sdpa"},
+    {"model": "roberta-base", "batch": 32, "size": 512, "precision": "amp", "attn": "sdpa"},
+    {"model": "deberta-v3-base", "batch": 16, "size": 512, "precision": "amp", "attn": "eager"},
+    {"model": "bart-base", "batch": 16, "size": 512, "precision": "amp", "attn": "sdpa"},
+    {"model": "t5-small", "batch": 16, "size": 512, "precision": "amp", "attn": "sdpa"},
+    {"model": "flan-t5-base", "batch": 8, "size": 512, "precision": "bf16", "attn": "sdpa"},
+    {"model": "vit-l-16", "batch": 32, "size": 224, "precision": "amp", "attn": "sdpa"},
+    {"model": "vgg16", "batch": 64, "size": 224, "precision": "amp"},
+    {"model": "resnet152", "batch": 64, "size": 224, "precision": "amp"},
+]
 STEPS = 5  # steady state: AdamW's state exists from step 1; the reserved peak settles by step 3
-VISION = ("resnet", "vit")
+VISION = ("resnet", "vit", "vgg")
 
 
 def _point_key(p: Dict[str, Any]) -> str:
@@ -120,7 +139,7 @@ def projection(p: Dict[str, Any], gpu: Optional[str]) -> Dict[str, Any]:
     from flake8_torch_preflight.estimator import cli
 
     argv = ["--model", p["model"], "--batch-size", str(p["batch"]),
-            "--image-size" if p["model"].startswith(VISION[0]) or p["model"].startswith(VISION[1]) else "--seq-len",
+            "--image-size" if p["model"].startswith(VISION) else "--seq-len",
             str(p["size"]), "--precision", p["precision"], "--optimizer", p.get("optimizer", "adamw"),
             "--format", "json"]
     if p.get("attn") == "sdpa":
@@ -179,7 +198,7 @@ def build(p: Dict[str, Any], tiny: bool) -> Any:
     import torch
 
     name = p["model"]
-    if name.startswith("resnet"):
+    if name.startswith(("resnet", "vgg")):
         import measure_cnn  # the harness's ResNet, module for module as torchvision's
 
         model = measure_cnn.MODELS[name]()
@@ -199,7 +218,9 @@ def build(p: Dict[str, Any], tiny: bool) -> Any:
 
     shape = dict(catalogue.find_model(name).shape)
     if tiny:
-        shape.update(layers=1, vocab=min(shape.get("vocab") or 1000, 1000))
+        shape.update(layers=1)
+        if (shape.get("vocab") or 0) > 50_000:
+            shape.update(vocab=1000)
     attn = p.get("attn", "sdpa")
     if name == "gpt2":
         cfg = tf.GPT2Config(n_layer=shape["layers"], vocab_size=shape["vocab"])
@@ -226,6 +247,10 @@ def build(p: Dict[str, Any], tiny: bool) -> Any:
             raise ValueError(f"no builder for {name}")
         model = maker[0](shape)
         model.config._attn_implementation = attn  # set before any forward: every layer reads it
+        if getattr(model.config, "is_encoder_decoder", False):
+            for key in ("decoder_start_token_id", "pad_token_id"):
+                if getattr(model.config, key, None) is None:
+                    setattr(model.config, key, 0)  # labels are shifted right from token 0
     vocab = shape.get("vocab") or 0
 
     if name.startswith("vit"):
@@ -243,6 +268,10 @@ def build(p: Dict[str, Any], tiny: bool) -> Any:
         return {"input_ids": ids, "labels": ids.clone()}
 
     def lm_forward(m: Any, inputs: Dict[str, Any]) -> Any:
+        if not hasattr(m, "get_output_embeddings") or m.get_output_embeddings() is None:
+            # a base encoder (RobertaModel, DebertaV2Model): no head, a loss on its output
+            hidden = m(input_ids=inputs["input_ids"]).last_hidden_state
+            return hidden.float().pow(2).mean()
         out = m(**inputs)
         return out.loss if "labels" in inputs else out.logits  # no labels: the caller keeps the logits
 
@@ -446,6 +475,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--annotate", metavar="FILE", help="recompute the estimates of a measurements file")
     parser.add_argument("--only", help="comma-separated model names to run")
     parser.add_argument("--extra", action="store_true", help="only the generation/LoRA/DDP/accumulation points")
+    parser.add_argument("--families", action="store_true", help="only the FAMILY_POINTS (unmeasured families)")
     args = parser.parse_args(argv)
     if args.annotate:
         return annotate(pathlib.Path(args.annotate))
@@ -470,14 +500,14 @@ def main(argv: List[str]) -> int:
         "rows": [],
     }
     only = set(args.only.split(",")) if args.only else None
-    for point in POINTS:
+    for point in (FAMILY_POINTS if args.families else POINTS):
         if only and point["model"] not in only:
             continue
         if args.extra and not any(point.get(k) for k in ("generate", "lora", "ddp", "grad_accum")):
             continue
         p = dict(point)
         if args.dry_run:
-            small = 32 if p["model"].startswith("resnet") else (224 if p["model"].startswith("vit") else 16)
+            small = 32 if p["model"].startswith(("resnet", "vgg")) else (224 if p["model"].startswith("vit") else 16)
             p.update(batch=2, size=small)
         row: Dict[str, Any] = {"key": _point_key(p), "point": p}
         try:
