@@ -189,7 +189,8 @@ ATTENTION_SCORE_ELEMENTS: Dict[str, float] = {
 #: reaches sdpa as an explicit float mask, so the memory-efficient kernel keeps, per layer and
 #: self-attention block, an (a, s, s) bias at the matmul class without a batch dimension, and a
 #: causal stack a bool (s, s) mask as well. Elements per head per query per key, and per query
-#: per key.
+#: per key. Only the low end uses it: on a real GPU (gpu_h200.json) T5 under SDPA kept what the
+#: math kernel keeps (``_uses_fused_kernel``).
 POSITION_BIAS_FUSED_ELEMENTS: Dict[str, float] = {"bias_per_head": 1.0, "causal_mask": 1.0}
 
 #: Per token per layer, elements per FFN width by tensor class, the second linear's input
