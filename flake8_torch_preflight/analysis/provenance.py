@@ -483,11 +483,8 @@ class Provenance:
     def escapes_in(self, scope: nodes.NodeNG) -> List[Escape]:
         return [e for e in self.escapes if e.scope is scope]
 
-    def call_sites(self, func: nodes.FunctionDef) -> List[nodes.Call]:
-        """Calls of the file that invoke ``func`` (by name first, then confirmed by inference)."""
-        cached = self._sites_memo.get(id(func))
-        if cached is not None:
-            return cached
+    def _named_sites(self, func: nodes.FunctionDef) -> List[nodes.Call]:
+        """Calls of ``func`` under its own name (found by name, confirmed by inference)."""
         if self._calls_by_name is None:
             table: Dict[str, List[nodes.Call]] = {}
             for call in self.module.nodes_of_class(nodes.Call):
@@ -495,8 +492,16 @@ class Provenance:
                 if name is not None:
                     table.setdefault(name, []).append(call)
             self._calls_by_name = table
-        sites = [c for c in self._calls_by_name.get(func.name, []) if self._function_of(c.func) is func]
+        return [c for c in self._calls_by_name.get(func.name, []) if self._function_of(c.func) is func]
+
+    def call_sites(self, func: nodes.FunctionDef) -> List[nodes.Call]:
+        """Calls of the file that invoke ``func`` (by name first, then confirmed by inference)."""
+        cached = self._sites_memo.get(id(func))
+        if cached is not None:
+            return cached
+        sites = self._named_sites(func)
         if self._used_as_value(func.name):
+            assert self._calls_by_name is not None
             # ``step = make_step(model)`` / ``return inner``: calls under other names, found by inference.
             for name, calls in self._calls_by_name.items():
                 if name != func.name:
@@ -539,20 +544,21 @@ class Provenance:
         is itself only called that way, ``depth`` levels up)."""
         if not self._grad_off_in_file():
             return False  # nothing in the file turns autograd off: skip the call-site search
+        if not all(self._site_grad_off(site, func, depth) for site in self._named_sites(func)):
+            return False  # one call with autograd on decides it: no search for calls under other names
         sites = self.call_sites(func)
-        if not sites:
-            return False
-        for site in sites:
-            if grad.grad_disabled(site):
-                continue
-            caller = self.scope_of(site)
-            if isinstance(caller, nodes.FunctionDef) and caller is not func:
-                if grad.function_grad_off(caller) or self.is_lightning_eval_hook(caller):
-                    continue
-                if depth > 1 and self.calls_only_without_grad(caller, depth - 1):
-                    continue
-            return False
-        return True
+        return bool(sites) and all(self._site_grad_off(site, func, depth) for site in sites)
+
+    def _site_grad_off(self, site: nodes.Call, func: nodes.FunctionDef, depth: int) -> bool:
+        if grad.grad_disabled(site):
+            return True
+        caller = self.scope_of(site)
+        if isinstance(caller, nodes.FunctionDef) and caller is not func:
+            if grad.function_grad_off(caller) or self.is_lightning_eval_hook(caller):
+                return True
+            if depth > 1 and self.calls_only_without_grad(caller, depth - 1):
+                return True
+        return False
 
     def _grad_off_in_file(self) -> bool:
         """Cheap syntactic test: the file names a grad-off context or defines a Lightning eval hook."""
