@@ -946,7 +946,8 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         # masked-LM head over the vocabulary; the reader knows which from the model class, the
         # command line does not, and then the MLM head widens the high end only
         per = MLM_HEAD_BYTES_PER_HIDDEN[run.precision] * st.hidden + MLM_HEAD_BYTES_PER_TOKEN
-        mlm = (per + _logits_bytes_per_position(vocab, dt, with_loss=run.training, upcast=False)) * tokens
+        with_loss = run.training or bool(run.eval_loss)
+        mlm = (per + _logits_bytes_per_position(vocab, dt, with_loss=with_loss, upcast=False)) * tokens
         if run.lm_head:
             acts.add("mlm_head_and_logits", mlm)
         elif run.lm_head is None:
@@ -967,11 +968,15 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
             if not run.training:
                 # an evaluation loop that passes labels also computes the loss under no_grad: its
                 # fp32 copies are live at the peak (tests/calibration/gpu_h200.json, GPT-2
-                # inference with and without labels); only the high end includes them
+                # inference with and without labels); in the point when the run is known to, else
+                # in the high end only
                 loss = _logits_bytes_per_position(vocab, dt, with_loss=True, upcast=upcast) - per
-                acts.high_extra += loss * lm_positions
-                acts.notes.append("the high end includes the loss over the logits (labels passed "
-                                  "in evaluation)")
+                if run.eval_loss:
+                    acts.add("evaluation_loss", loss * lm_positions)
+                else:
+                    acts.high_extra += loss * lm_positions
+                    acts.notes.append("the high end includes the loss over the logits (labels passed "
+                                      "in evaluation)")
     elif kind in ("decoder", "encoder-decoder") and not vocab:
         return None, "the catalogue shape has no vocabulary size for the LM head"
     return _finish(acts, recompute, run), ""

@@ -60,7 +60,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidSyntaxError
 
-from ..analysis import dataflow, infer, loops, model_flow, param_count, static_values
+from ..analysis import dataflow, infer, loops, model_flow, models, param_count, static_values
 from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
@@ -552,6 +552,17 @@ class _Reader:
         else:
             self.fields["inference"] = True  # no backward() anywhere: forward passes only
             self.sources["inference"] = os.path.basename(self.filename) + " (no backward)"
+            loss = next((c for c in self.calls if self._computes_loss(c)), None)
+            if loss is not None:
+                self.set("eval_loss", True, loss)
+
+    def _computes_loss(self, call: nodes.Call) -> bool:
+        """A loss computed in a run without backward: a functional loss, a call of a loss module
+        (resolved, not by name), or the model called with ``labels=`` (Hugging Face computes it)."""
+        if models.is_loss_function(call) or models.kind(call.func) == models.LOSS:
+            return True
+        labelled = any(kw.arg == "labels" for kw in call.keywords or ())
+        return labelled and bool(self.model_names) and model_flow.root_text(call.func) in self.model_names
 
     def _is_trainer_call(self, call: nodes.Call) -> bool:
         func = call.func

@@ -117,6 +117,7 @@ def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
             "lora": run.lora,
             "lora_rank": run.lora_rank if run.lora else None,
             "lm_head": run.lm_head,
+            "eval_loss": run.eval_loss,
         },
         "breakdown": estimate.breakdown,
         "breakdown_interval": {name: [estimate.terms[name].low, estimate.terms[name].high] for name in TERMS},

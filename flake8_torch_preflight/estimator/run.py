@@ -94,6 +94,10 @@ class RunSpec:
     #: an encoder's vocabulary (masked-LM) head: ``True`` (``*ForMaskedLM``), ``False`` (a base
     #: model or a task head), ``None`` when not known (the command line)
     lm_head: Optional[bool] = None
+    #: a run without backward that computes a loss (an evaluation with labels): ``True`` when the
+    #: reader found one (its copies of the logits are in the point), ``None`` when not known (they
+    #: widen the high end only)
+    eval_loss: Optional[bool] = None
     sources: Dict[str, str] = field(default_factory=dict)
 
     def replace(self, source: Optional[str] = None, **changes: Any) -> RunSpec:

@@ -141,9 +141,6 @@ KNOWN_DISAGREEMENTS: Dict[str, str] = {
     'gpu-point/gpu_h200/vgg16/b64/s224/amp/-/adamw':
         'allocator, not tensors: max_memory_reserved is 41 % over the allocated peak (6.87 vs 4.88 GiB; '
         'the allocated level is 0.996x); 0.809x, inside the interval',
-    'gpu-point/gpu_h200/gpt2/b32/s1024/amp/sdpa/adamw/inference':
-        'labels passed under no_grad: the loss keeps two fp32 copies of the logits (12 GiB here); the point '
-        'prices inference without a loss, the high end with it (inside the interval); 0.373x',
     'gpu-point/gpu_h200/distilbert-base-uncased/b32/s512/amp/sdpa/adamw/mlm':
         'allocator, not tensors: max_memory_reserved is 28 % over the allocated peak (the cost model prices '
         '10 %); the allocated peak is 0.906x; the whole peak 0.795x (inside the interval)',
@@ -490,7 +487,8 @@ def _gpu_row(case: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
 
 def _gpu_estimate(data: Dict[str, Any], row: Dict[str, Any]) -> costmodel.Estimate:
     """The cost model's estimate of the measured run, with what the run had: an encoder's head is
-    the class measured (the command line could not say it; the reader reads it from the class)."""
+    the class measured, an evaluation passed labels or not (the command line cannot say either;
+    the reader reads them from the model class and the calls)."""
     p = row["point"]
     spec = catalogue.find_model(p["model"])
     vision = spec.kind in ("cnn", "vision-transformer")
@@ -499,6 +497,7 @@ def _gpu_estimate(data: Dict[str, Any], row: Dict[str, Any]) -> costmodel.Estima
                   optimizer=p.get("optimizer", "adamw"), flash=p.get("attn") == "sdpa",
                   checkpointing=bool(p.get("checkpointing")), inference=bool(p.get("inference")),
                   lm_head=(p.get("head") == "mlm") if spec.kind == "encoder" else None,
+                  eval_loss=True if p.get("inference") and p.get("labels", True) else None,
                   generation=bool(p.get("generate")), max_new_tokens=p.get("generate"),
                   lora=bool(p.get("lora")), lora_rank=p.get("lora") or 8,
                   sharding="ddp" if p.get("ddp") else "none", grad_accum_steps=p.get("grad_accum") or 1,

@@ -151,6 +151,11 @@ def test_inference_high_end_includes_an_evaluation_loss() -> None:
     assert abs(acts.high - math.ceil((acts.bytes + loss) * cm.ACTIVATIONS_HIGH_FRACTION)) <= 2  # bytes is ceil'd
     training = estimate(run.replace(inference=False)).terms["activations"]
     assert acts.bytes < training.bytes  # the point: no loss, no saved tensors
+    known = estimate(run.replace(eval_loss=True))
+    assert known.terms["activations"].bytes == acts.bytes + loss  # read from the script: in the point
+    assert known.activation_parts["evaluation_loss"] == loss
+    assert not any("loss over the logits" in note for note in known.notes)
+    assert any("loss over the logits" in note for note in estimate(run).notes)
     assert "loss over the logits" in acts.note
 
 

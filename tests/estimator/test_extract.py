@@ -805,6 +805,48 @@ def test_decoder_and_cli_leave_the_encoder_head_unknown(tmp_path: Path) -> None:
     assert read(source, tmp_path).run.lm_head is None
 
 
+@pytest.mark.parametrize("loss", [
+    "loss = torch.nn.functional.cross_entropy(model(x), y)",
+    "criterion = torch.nn.CrossEntropyLoss()\n            loss = criterion(model(x), y)",
+])
+def test_an_evaluation_that_computes_a_loss(tmp_path: Path, loss: str) -> None:
+    source = f"""
+        import torch
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+        x, y = torch.randn(2, 4), torch.tensor([0, 1])
+        with torch.no_grad():
+            {loss}
+    """
+    run = read(source, tmp_path).run
+    assert run.inference is True and run.eval_loss is True
+
+
+def test_a_hugging_face_model_called_with_labels_computes_its_loss(tmp_path: Path) -> None:
+    source = """
+        import torch
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+        with torch.no_grad():
+            out = model(input_ids=ids, labels=ids)  # <- loss
+            other = helper(labels=ids)
+    """
+    run = read(source, tmp_path).run
+    assert run.eval_loss is True and run.sources["eval_loss"] == line(source, "loss")
+
+
+def test_an_evaluation_without_a_loss_leaves_it_unknown(tmp_path: Path) -> None:
+    source = """
+        import torch
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+        loss = 0  # a name is not a loss
+        with torch.no_grad():
+            out = model(input_ids=ids)
+            other = helper(labels=ids)  # not the model
+    """
+    assert read(source, tmp_path).run.eval_loss is None
+
+
 def test_no_backward_means_inference(tmp_path: Path) -> None:
     source = """
         import torch
