@@ -9,8 +9,6 @@ plugin -> engine -> rules -> analysis -> stubs.
 """
 from __future__ import annotations
 
-import ast
-
 import gc
 import signal
 import sys
@@ -92,7 +90,7 @@ def _analyse(
     tree: object = None,
 ) -> Findings:
     try:
-        module = build_module(source, filename, tree if isinstance(tree, ast.Module) else None)
+        module = build_module(source, filename, tree)
     except AstroidSyntaxError:
         return {}  # flake8 reports E999 itself
     except RecursionError:

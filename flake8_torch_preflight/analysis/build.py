@@ -9,7 +9,7 @@ import ast
 import contextlib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, Optional, Sequence
+from typing import Any, Dict, Iterator, Sequence
 
 from astroid import builder as astroid_builder
 from astroid import nodes
@@ -54,12 +54,12 @@ class FileContext:
     memo: Dict[str, Any] = field(default_factory=dict)
 
 
-def build_module(source: str, path: str, tree: Optional[ast.Module] = None) -> nodes.Module:
+def build_module(source: str, path: str, tree: object = None) -> nodes.Module:
     """The astroid module of one file's source, built as the plugin builds it: stubs installed,
     the private module name, ``path`` as its file (so sibling modules resolve beside it).
 
-    ``tree``, when given, is the ``ast`` module flake8 already parsed from the same source:
-    astroid rebuilds its nodes from it instead of parsing the source a second time.
+    ``tree``, when it is an ``ast.Module`` (flake8's, parsed from the same source), is what astroid
+    rebuilds its nodes from instead of parsing the source a second time.
 
     Raises ``AstroidSyntaxError`` (and ``RecursionError`` on pathologically long expressions).
     """

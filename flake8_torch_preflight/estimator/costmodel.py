@@ -832,6 +832,13 @@ def _lora_input_casts_per_token(st: _Stack) -> float:
     return LORA_INPUT_CAST_COPIES_COUNT * widths * LORA_ADAPTER_BYTES
 
 
+def _fused_only_at_the_low_end(st: _Stack, run: RunSpec) -> bool:
+    """SDPA asked for on a stack priced as the math kernel the H200 run showed (T5's position
+    bias, ``_uses_fused_kernel``): the low end is the fused kernel the fake-tensor harness chose
+    (activations_t5.json sdpa), in case another torch picks it."""
+    return run.flash and st.t5_position_bias
+
+
 def _stack_activations(
     acts: _Acts, prefix: str, st: _Stack, run: RunSpec, batch: int, seq: int, causal: bool = False
 ) -> float:
@@ -845,15 +852,10 @@ def _stack_activations(
         layer += _lora_input_casts_per_token(st) * tokens
     if run.training and not run.checkpointing:
         acts.add(f"{prefix}layers", layer * st.layers)
-        if run.flash and st.t5_position_bias and not fused:
-            # priced as the math kernel the H200 run showed; the low end as the fused kernel the
-            # fake-tensor harness chose (activations_t5.json sdpa), in case another torch picks it
+        if _fused_only_at_the_low_end(st, run):
             kept = (_layer_bytes_per_token(st, run.precision, True, seq) * tokens
                     + _position_bias_bytes(st, run.precision, True, seq, seq, causal))
             acts.low_less += max(0.0, layer - kept) * st.layers
-            if not any("position bias" in note for note in acts.notes):
-                acts.notes.append("T5's learned position bias under SDPA is priced as the math kernel "
-                                  "(measured on an H200); the low end as a fused kernel")
     elif run.training:
         kept = CHECKPOINT_INPUT_ELEMENTS_PER_HIDDEN * st.hidden * dt["stream"] * tokens * st.layers
         acts.add(f"{prefix}checkpointed_layer_inputs", kept)
@@ -930,7 +932,7 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         dec_layer = _stack_activations(acts, "decoder_", dec, run, batch, dec_seq, causal=True)
         if run.training and not run.checkpointing:
             acts.add("decoder_cross_attention", cross * dec.layers)
-            if run.flash and dec.t5_position_bias and not fused:  # the fused low end, as in _stack_activations
+            if _fused_only_at_the_low_end(dec, run):
                 acts.low_less += max(0.0, cross - cross_attention(True)) * dec.layers
         if _qkv_input_elements(dec, run.precision) == ATTENTION_SAVED_ELEMENTS["qkv_input_per_hidden"]:
             # shared by every decoder layer's k and v projections (under amp each keeps a cast)
@@ -1003,6 +1005,9 @@ def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int], List[str]]:
     if acts is None:
         return _unknown(why), {}, []
     point = acts.point
+    if acts.low_less:
+        acts.notes.append("T5's learned position bias under SDPA is priced as the math kernel "
+                          "(measured on an H200); the low end as a fused kernel")
     note = "; ".join(["terms measured for Hugging Face models (tests/calibration)"] + (
         ["vision tower not included"] if "vision" in shape else []) + acts.notes)
     term = Term(

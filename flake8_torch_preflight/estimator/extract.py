@@ -71,7 +71,7 @@ from .run import DEFAULT_LORA_RANK, RunSpec, RunSpecError
 MODEL_CLASS = re.compile(r"^(Auto\w*Model\w*|\w+Model|\w+For[A-Z]\w*|\w+LMHead\w*)$")
 
 #: Model classes whose head predicts the vocabulary at every position of an encoder.
-MASKED_LM_CLASS = re.compile(r"(ForMaskedLM|ForPreTraining|MaskedLM)$")
+MASKED_LM_CLASS = re.compile(r"(MaskedLM|ForPreTraining)$")
 
 #: Classes with ``from_pretrained`` that are not models (or not a base model).
 NOT_MODELS = re.compile(r"(Tokenizer|Config|Processor|FeatureExtractor|ImageProcessor|PeftModel)", re.I)
@@ -206,6 +206,8 @@ class _Candidate:
     quantized: bool = False
     #: ``from_pretrained``/``pipeline`` keywords, applied only to the chosen model.
     options: Dict[str, nodes.NodeNG] = field(default_factory=dict)
+    #: the class ``from_pretrained`` is called on (``BertForMaskedLM``), when it is one
+    model_class: Optional[str] = None
 
 
 @dataclass
@@ -324,13 +326,10 @@ class _Reader:
         line = chosen.node
         if chosen.spec is not None:
             self.set("model", chosen.spec, line)
-            if chosen.spec.kind == "encoder" and isinstance(chosen.node.func, nodes.Attribute) and (
-                    infer.method_name(chosen.node) == "from_pretrained"):
+            if chosen.spec.kind == "encoder" and chosen.model_class is not None:
                 # the class says which head an encoder carries: a masked-LM head over the
                 # vocabulary (BertForMaskedLM), or a base model / task head (AutoModel, *For*)
-                owner = chosen.node.func.expr
-                last = (infer.dotted_name(owner) or owner.as_string()).rsplit(".", 1)[-1]
-                self.set("lm_head", bool(MASKED_LM_CLASS.search(last)), line)
+                self.set("lm_head", bool(MASKED_LM_CLASS.search(chosen.model_class)), line)
             if chosen.params is not None:
                 self.set("params", chosen.params, line)
         elif chosen.params is not None:
@@ -377,6 +376,7 @@ class _Reader:
                 return None
             name = static_values.str_value(static_values.keyword(call, "pretrained_model_name_or_path", 0))
             candidate = self._catalogue(call, name)
+            candidate.model_class = last
             self._pretrained_options(call, candidate)
             return candidate
         dotted = infer.dotted_name(func) if isinstance(func, (nodes.Name, nodes.Attribute)) else None
