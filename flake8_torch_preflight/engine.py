@@ -10,6 +10,7 @@ plugin -> engine -> rules -> analysis -> stubs.
 from __future__ import annotations
 
 import gc
+import importlib
 import signal
 import sys
 import threading
@@ -18,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 from astroid.exceptions import AstroidSyntaxError
 
-from .analysis import brain
+from .analysis import brain, memo
 from .analysis.build import SETTINGS, FileContext, Settings, build_module, worth_analysing
 from .analysis.walker import BudgetExceeded, walk
 from .rules import ALL_RULES, Rule
@@ -81,7 +82,8 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings, tree: 
             _note(filename, "analysis", "failed: {}: {}".format(type(exc).__name__, exc))
     finally:
         gc.set_threshold(*thresholds)
-        _reset_inference_caches()
+        _forget_file()
+        _freeze_survivors()
     return {}
 
 
@@ -109,24 +111,63 @@ def _analyse(
     return result
 
 
+def _freeze_survivors() -> None:
+    """After the 1st, 2nd, 4th, 8th, ... analysed file of this process, collect and move what
+    survives to the collector's permanent generation (``gc.freeze``).
+
+    What survives a file (``_forget_file`` has run) is what lives for the whole run: astroid's
+    builtins, the torch stubs, the user's modules astroid read, flake8's own state.  Python's
+    full collections rescanned all of it again and again; frozen, they scan only what is newer.
+    Measured in-process over peft + pytorch-image-models (758 files, this 2-core machine):
+    full collections 5.5 s of 32.9 s CPU, 2.5 s of 29.8 s with this; peak RSS 139 and 140 MiB.
+    Doubling the interval bounds what a freeze can pin that later turns to garbage (a node that
+    one of astroid's class-level object models last saw) to a few trees per doubling."""
+    global _analysed, _next_freeze
+    _analysed += 1
+    if _analysed >= _next_freeze:
+        _next_freeze *= 2
+        gc.collect()
+        gc.freeze()
+
+
+_analysed = 0
+_next_freeze = 1
+
+
 def _note(filename: str, what: str, text: str) -> None:
     """Make an internal problem visible without stopping flake8 (stderr, one line)."""
     sys.stderr.write("flake8-torch-preflight: {} on {} {}; please report it\n".format(what, filename, text))
 
 
-def _reset_inference_caches() -> None:
-    try:
-        from astroid import context
+def _forget_file() -> None:
+    """Drop what the file's analysis cached (the analysis memos, astroid's inference caches and
+    the ``functools.lru_cache`` of astroid that hold nodes: ``LookupMixIn.lookup``,
+    ``ClassDef._metaclass_lookup_attribute``, ``ObjectModel.attributes``; astroid's own
+    ``clear_cache`` empties the same ones) and cut cached modules loose from it, so that no
+    node of the file outlives it."""
+    memo.end_file()
+    brain.end_file()
+    for owner, name in _ASTROID_CACHES:
+        try:
+            module = importlib.import_module(owner)
+            target: Any = module
+            for part in name.split("."):
+                target = getattr(target, part)
+            clear = getattr(target, "cache_clear", None) or target
+            clear()
+        except Exception:  # pragma: no cover - internal API moved in another astroid
+            pass
 
-        context._invalidate_cache()
-    except Exception:  # pragma: no cover - internal API moved
-        pass
-    try:
-        from astroid.inference_tip import clear_inference_tip_cache
 
-        clear_inference_tip_cache()
-    except Exception:  # pragma: no cover
-        pass
+#: (module, attribute) of each astroid cache ``_forget_file`` empties; each one is looked up and
+#: skipped if this astroid lacks it.
+_ASTROID_CACHES = (
+    ("astroid.context", "_invalidate_cache"),
+    ("astroid.inference_tip", "clear_inference_tip_cache"),
+    ("astroid.nodes._base_nodes", "LookupMixIn.lookup"),
+    ("astroid.nodes.scoped_nodes", "ClassDef._metaclass_lookup_attribute"),
+    ("astroid.interpreter.objectmodel", "ObjectModel.attributes"),
+)
 
 
 class _time_budget:

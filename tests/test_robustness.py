@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import ast
+import gc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ from astroid import nodes
 from astroid.manager import AstroidManager
 
 from flake8_torch_preflight import engine
-from flake8_torch_preflight.analysis import brain, build, infer
+from flake8_torch_preflight.analysis import brain, build, infer, memo
 from flake8_torch_preflight.rules import REGISTRY
 
 SOFTMAX = (
@@ -96,6 +98,49 @@ def test_astroid_cache_does_not_grow_per_file() -> None:
     for i in range(40):
         engine.analyse_file("f{}.py".format(i), _lines(SOFTMAX + "y{} = 1\n".format(i)), build.Settings())
     assert len(manager.astroid_cache) == before
+
+
+#: A training file that fills the analysis memos (calls by name, a step loop) and has astroid's
+#: getattr transform make the ``torch.cuda`` stub's parent one of its calls.
+REMEMBERED = (
+    "import torch\n"
+    "backend = getattr(torch, 'cuda', torch.cuda)\n"
+    "def step(model, opt, x):\n"
+    "    loss = model(x).sum()\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    opt.zero_grad()\n"
+    "    return loss\n"
+    "def train(model, opt, loader):\n"
+    "    losses = []\n"
+    "    for x in loader:\n"
+    "        losses.append(step(model, opt, x).item())\n"
+    "    backend.synchronize()\n"
+    "    return losses\n"
+)
+
+
+def test_no_checked_module_outlives_its_file(monkeypatch) -> None:
+    """Memos holding a module's own calls kept every checked module alive (a WeakKeyDictionary
+    whose value reaches its key through ``parent``), and so did the stub that astroid's getattr
+    transform parented to a call of the file: memory grew with every file."""
+    built = []
+    original = engine.build_module
+
+    def build_and_watch(*args, **kwargs):
+        module = original(*args, **kwargs)
+        built.append(weakref.ref(module))
+        return module
+
+    monkeypatch.setattr(engine, "build_module", build_and_watch)
+    for i in range(12):
+        engine.analyse_file("train{}.py".format(i), _lines(REMEMBERED), build.Settings())
+    gc.collect()
+    assert len(built) == 12
+    assert sum(ref() is not None for ref in built) <= 2  # astroid's object models keep the last one seen
+    assert all(not table for table in memo._TABLES)
+    cuda = brain.stub_module("torch.cuda")
+    assert cuda is not None and cuda.parent is None and cuda.root() is cuda
 
 
 REFUSED_STDLIB = SOFTMAX + (

@@ -113,6 +113,18 @@ def begin_file(filename: str) -> None:
     _current_dir = os.path.dirname(os.path.abspath(filename)) if filename and filename != "stdin" else ""
 
 
+def end_file() -> None:
+    """Detach every cached module from the file just checked.
+
+    astroid's transforms of builtin calls give a result that has no parent the call as its parent:
+    ``getattr(torch, name, torch.cuda)`` infers to the ``torch.cuda`` stub, which then names that
+    call its parent for good.  Its ``root()`` would then be the old file for every later file (and
+    that file would stay in memory); a module has no parent, so the link is cut here."""
+    for module in list(AstroidManager().astroid_cache.values()):
+        if module.parent is not None:
+            module.parent = None
+
+
 @functools.lru_cache(maxsize=4096)
 def _outside_project(modname: str, context_dir: str) -> Optional[bool]:
     """None for the standard-library modules of ``STDLIB_READ``; True when ``modname`` is another

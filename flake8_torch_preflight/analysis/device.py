@@ -12,13 +12,12 @@ predicate answers False when it cannot tell.
 from __future__ import annotations
 
 import re
-import weakref
 from typing import Dict, FrozenSet, List, Optional, Set
 
 from astroid import nodes
 from astroid.bases import Instance
 
-from . import brain, dataflow, infer
+from . import brain, dataflow, infer, memo
 from .torch_names import MODULE_BASES
 
 #: Classes whose instances are tensors (``nn.Parameter`` subclasses ``torch.Tensor`` in the stubs).
@@ -89,7 +88,7 @@ MAX_DEPTH = 8
 
 # -- does the file use CUDA -------------------------------------------------------------------
 
-_CUDA_MEMO: "weakref.WeakKeyDictionary[nodes.Module, bool]" = weakref.WeakKeyDictionary()
+_CUDA_MEMO: "Dict[nodes.Module, bool]" = memo.per_module()
 
 
 def uses_cuda(module: nodes.Module) -> bool:
@@ -144,7 +143,7 @@ def _resolved_non_torch(expr: nodes.NodeNG) -> bool:
 
 # -- cheap name pre-filter ----------------------------------------------------------------------
 
-_ALIASES: "weakref.WeakKeyDictionary[nodes.Module, Dict[str, FrozenSet[str]]]" = weakref.WeakKeyDictionary()
+_ALIASES: "Dict[nodes.Module, Dict[str, FrozenSet[str]]]" = memo.per_module()
 
 
 def local_aliases(module: nodes.Module, name: str) -> FrozenSet[str]:

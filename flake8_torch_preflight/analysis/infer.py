@@ -8,7 +8,6 @@ changed.
 from __future__ import annotations
 
 import itertools
-import weakref
 from typing import Dict, Iterator, List, Optional
 
 from astroid import nodes
@@ -16,7 +15,7 @@ from astroid.bases import BoundMethod, Instance, UnboundMethod
 from astroid.exceptions import AstroidError
 from astroid.util import UninferableBase
 
-from . import dataflow
+from . import dataflow, memo
 
 #: Inferred values looked at per node; more than this is treated as "unknown".
 MAX_RESULTS = 8
@@ -263,7 +262,7 @@ def iter_calls(node: nodes.NodeNG) -> Iterator[nodes.Call]:
         stack.extend(reversed(children))
 
 
-_CALL_SITES: "weakref.WeakKeyDictionary[nodes.Module, Dict[str, List[nodes.Call]]]" = weakref.WeakKeyDictionary()
+_CALL_SITES: "Dict[nodes.Module, Dict[str, List[nodes.Call]]]" = memo.per_module()
 
 
 def _calls_by_name(module: nodes.Module) -> Dict[str, List[nodes.Call]]:

@@ -1,12 +1,11 @@
 """Loops around a node, the calls a loop makes each iteration, and the training loop."""
 from __future__ import annotations
 
-import weakref
 from typing import Dict, Iterator, List, Optional, Set, Union
 
 from astroid import nodes
 
-from . import infer
+from . import infer, memo
 
 Loop = Union[nodes.For, nodes.While]
 _SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
@@ -77,7 +76,7 @@ def calls_in(statements: "List[nodes.NodeNG] | Iterator[nodes.NodeNG]", helper_d
     return found
 
 
-_DEFINED: "weakref.WeakKeyDictionary[nodes.Module, Dict[type, Set[str]]]" = weakref.WeakKeyDictionary()
+_DEFINED: "Dict[nodes.Module, Dict[type, Set[str]]]" = memo.per_module()
 
 
 def _defined_names(module: nodes.Module, kind: type) -> Set[str]:

@@ -30,12 +30,11 @@ the caller expands them and classifies their own calls.
 """
 from __future__ import annotations
 
-import weakref
-from typing import FrozenSet, NamedTuple, Optional, Set
+from typing import Dict, FrozenSet, NamedTuple, Optional, Set
 
 from astroid import nodes
 
-from . import brain, dataflow, entrypoint, infer
+from . import brain, dataflow, entrypoint, infer, memo
 from .torch_names import MODULE_BASES
 
 #: The process-wide generators a seed can reach.
@@ -231,7 +230,7 @@ _CLASSIFIED_LAST_NAMES = frozenset(
     for name in group
 )
 
-_PROJECT_IMPORTS: "weakref.WeakKeyDictionary[nodes.Module, bool]" = weakref.WeakKeyDictionary()
+_PROJECT_IMPORTS: "Dict[nodes.Module, bool]" = memo.per_module()
 
 
 def _plain_method_call(call: nodes.Call) -> bool:

@@ -28,7 +28,6 @@ included, and are returned as they are.
 from __future__ import annotations
 
 import operator
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
@@ -36,7 +35,7 @@ from astroid import nodes
 from astroid.exceptions import AstroidError
 from astroid.manager import AstroidManager
 
-from . import dataflow, infer
+from . import dataflow, infer, memo
 
 #: How deep name and attribute chains are followed before giving up.
 MAX_DEPTH = 12
@@ -297,7 +296,7 @@ def parameter_arguments(use: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     return result
 
 
-_GLOBAL_REWRITES: "weakref.WeakKeyDictionary[nodes.Module, List[int]]" = weakref.WeakKeyDictionary()
+_GLOBAL_REWRITES: "Dict[nodes.Module, List[int]]" = memo.per_module()
 
 
 def rewritten_later(binding: nodes.NodeNG) -> bool:

@@ -15,12 +15,11 @@ optimisation step, what runs once per *element* inside a step, and which branche
 """
 from __future__ import annotations
 
-import weakref
 from typing import Dict, FrozenSet, List, Optional, Set, Union
 
 from astroid import nodes
 
-from . import infer, loops
+from . import infer, loops, memo
 from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
 
 #: Comprehension node types: each evaluates its element once per item.
@@ -49,7 +48,7 @@ _SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
 
 Element = Union[nodes.For, nodes.While, nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp]
 
-_MEMO: "weakref.WeakKeyDictionary[nodes.Module, Dict[object, bool]]" = weakref.WeakKeyDictionary()
+_MEMO: "Dict[nodes.Module, Dict[object, bool]]" = memo.per_module()
 
 
 def _memo(node: nodes.NodeNG) -> Dict[object, bool]:
@@ -105,7 +104,7 @@ def _steps_once(
     return False
 
 
-_NAMES: "weakref.WeakKeyDictionary[nodes.Module, FrozenSet[str]]" = weakref.WeakKeyDictionary()
+_NAMES: "Dict[nodes.Module, FrozenSet[str]]" = memo.per_module()
 
 
 def defined_function_names(module: nodes.Module) -> FrozenSet[str]:
