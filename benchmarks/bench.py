@@ -108,12 +108,14 @@ def main(argv: List[str]) -> int:
     args = parser.parse_args(argv)
     print("{:<40} {:>6} {:>8} {:<6} {:>8} {:>9} {:>9} {:>8}".format(
         "path", "files", "lines", "run", "seconds", "files/s", "peakMiB", "findings"))
+    totals: dict = {}
     for path in args.paths:
         files, lines = count_files(path)
         walls = {}
         for name, select in [(n, SELECTS[n]) for n in args.runs.split(",")]:
             wall, rss, _, findings = best_of(path, select, args.jobs, args.repeat)
             walls[name] = wall
+            totals[name] = totals.get(name, 0.0) + wall
             print("{:<40} {:>6} {:>8} {:<6} {:>8.2f} {:>9.1f} {:>9.0f} {:>8}".format(
                 str(path)[-40:], files, lines, name, wall, files / wall if wall else 0.0, rss / 1024, findings))
         if "plain" in walls:
@@ -122,6 +124,11 @@ def main(argv: List[str]) -> int:
         if args.per_file:
             for seconds, name in per_file(path):
                 print("    slowest: {:6.3f} s  {}".format(seconds, name))
+    if len(args.paths) > 1:
+        print("{:<40} {}".format("total seconds", "  ".join("{} {:.2f}".format(n, w) for n, w in totals.items())))
+        if "plain" in totals:
+            print("{:<40} ratio to plain: {}".format("total", "  ".join(
+                "{} {:.2f}".format(n, w / totals["plain"]) for n, w in totals.items() if n != "plain")))
     print("python {}  jobs={}  cpus={}  best of {}".format(
         sys.version.split()[0], args.jobs, os.cpu_count(), args.repeat))
     return 0
