@@ -8,7 +8,7 @@ changed.
 from __future__ import annotations
 
 import itertools
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
@@ -49,6 +49,13 @@ def _qname_of(value: object) -> Optional[str]:
     return None
 
 
+#: ``safe_infer`` answers for the checked file: the rules and analyses ask about the same callee
+#: several times (its qualified name, its function, its kind), and a parameter resolved through
+#: call sites is not in astroid's own inference cache.  Measured over peft (443 files): 148,362
+#: calls, of which the repeats cost 0.77 s of 4.1 s in ``safe_infer``.
+_SAFE_INFER: "Dict[Tuple[nodes.NodeNG, int], Optional[object]]" = memo.per_module()
+
+
 def safe_infer(node: nodes.NodeNG, _depth: int = 2) -> Optional[object]:
     """The single value ``node`` infers to, or None when unknown or ambiguous.
 
@@ -57,6 +64,14 @@ def safe_infer(node: nodes.NodeNG, _depth: int = 2) -> Optional[object]:
     argument that infers to the same thing, that is the parameter's value
     (``train(model, loader, criterion)`` called as ``train(net, dl, nn.CrossEntropyLoss())``).
     """
+    key = (node, _depth)
+    if key in _SAFE_INFER:
+        return _SAFE_INFER[key]
+    value = _SAFE_INFER[key] = _safe_infer(node, _depth)
+    return value
+
+
+def _safe_infer(node: nodes.NodeNG, _depth: int) -> Optional[object]:
     values = _infer_all(node)
     if values is None or all(isinstance(v, UninferableBase) for v in values):
         if _depth > 0 and isinstance(node, nodes.Name):

@@ -1,4 +1,4 @@
-"""Memos keyed on an astroid module, emptied when the checked file ends.
+"""Memos keyed on astroid nodes (by identity), emptied when the checked file ends.
 
 Helpers that scan a whole module once (its call sites by name, its aliases of ``cuda``, ...)
 keep the answer in a table made here.  ``end_file`` empties every table, so nothing a table
@@ -16,7 +16,7 @@ _TABLES: List[Dict[Any, Any]] = []
 
 
 def per_module() -> Dict[Any, Any]:
-    """A new table, keyed on module nodes (by identity), emptied by ``end_file``."""
+    """A new table, keyed on nodes (astroid nodes hash by identity), emptied by ``end_file``."""
     table: Dict[Any, Any] = {}
     _TABLES.append(table)
     return table
