@@ -97,6 +97,11 @@ class MissingNoGrad(Rule):
             return  # no evaluation evidence anywhere near: skip the analysis
         if not provenance.could_be_model_call(node, self._kinds):
             return  # not a model's forward: no need to start the whole-file analysis
+        model = evaluation.model_expression(node)
+        mode = evaluation.mode_before(node, model, func or node.root())
+        why = self._evidence(node, func, named, split_loop, mode)
+        if why is None:
+            return  # checked before the whole-file analysis is started: it needs none
         p = provenance.of(self.ctx)
         kind = p.call_kind(node)
         if kind not in (provenance.MODEL_CALL, provenance.MAYBE_MODEL_CALL):
@@ -105,11 +110,6 @@ class MissingNoGrad(Rule):
             return
         if func is not None and p.callers_unknown(func):
             return  # a callback or returned closure: its callers may well disable autograd
-        model = evaluation.model_expression(node)
-        mode = evaluation.mode_before(node, model, func or node.root())
-        why = self._evidence(node, func, named, split_loop, mode)
-        if why is None:
-            return
         if kind == provenance.MAYBE_MODEL_CALL and (mode is None or mode[0] != "eval"):
             return  # an unresolved callee named like a model counts only after <it>.eval()
         if _backpropagated(p, node):
