@@ -88,7 +88,7 @@ MAX_DEPTH = 8
 
 # -- does the file use CUDA -------------------------------------------------------------------
 
-_CUDA_MEMO: "Dict[nodes.Module, bool]" = memo.per_module()
+_CUDA_MEMO: "Dict[nodes.Module, bool]" = memo.per_file()
 
 
 def uses_cuda(module: nodes.Module) -> bool:
@@ -143,7 +143,7 @@ def _resolved_non_torch(expr: nodes.NodeNG) -> bool:
 
 # -- cheap name pre-filter ----------------------------------------------------------------------
 
-_ALIASES: "Dict[nodes.Module, Dict[str, FrozenSet[str]]]" = memo.per_module()
+_ALIASES: "Dict[nodes.Module, Dict[str, FrozenSet[str]]]" = memo.per_file()
 
 
 def local_aliases(module: nodes.Module, name: str) -> FrozenSet[str]:

@@ -76,7 +76,7 @@ def calls_in(statements: "List[nodes.NodeNG] | Iterator[nodes.NodeNG]", helper_d
     return found
 
 
-_DEFINED: "Dict[nodes.Module, Dict[type, Set[str]]]" = memo.per_module()
+_DEFINED: "Dict[nodes.Module, Dict[type, Set[str]]]" = memo.per_file()
 
 
 def _defined_names(module: nodes.Module, kind: type) -> Set[str]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-__all__ = ["per_module", "end_file"]
+__all__ = ["per_file", "end_file"]
 
 _TABLES: List[Dict[Any, Any]] = []
 
 
-def per_module() -> Dict[Any, Any]:
-    """A new table, keyed on nodes (astroid nodes hash by identity), emptied by ``end_file``."""
+def per_file() -> Dict[Any, Any]:
+    """A new table for the checked file, keyed on nodes (astroid nodes hash by identity) or on
+    tuples of them, emptied by ``end_file``."""
     table: Dict[Any, Any] = {}
     _TABLES.append(table)
     return table

@@ -230,7 +230,7 @@ _CLASSIFIED_LAST_NAMES = frozenset(
     for name in group
 )
 
-_PROJECT_IMPORTS: "Dict[nodes.Module, bool]" = memo.per_module()
+_PROJECT_IMPORTS: "Dict[nodes.Module, bool]" = memo.per_file()
 
 
 def _plain_method_call(call: nodes.Call) -> bool:

@@ -296,7 +296,7 @@ def parameter_arguments(use: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     return result
 
 
-_GLOBAL_REWRITES: "Dict[nodes.Module, List[int]]" = memo.per_module()
+_GLOBAL_REWRITES: "Dict[nodes.Module, List[int]]" = memo.per_file()
 
 
 def rewritten_later(binding: nodes.NodeNG) -> bool:

@@ -48,7 +48,7 @@ _SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
 
 Element = Union[nodes.For, nodes.While, nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp]
 
-_MEMO: "Dict[nodes.Module, Dict[object, bool]]" = memo.per_module()
+_MEMO: "Dict[nodes.Module, Dict[object, bool]]" = memo.per_file()
 
 
 def _memo(node: nodes.NodeNG) -> Dict[object, bool]:
@@ -104,7 +104,7 @@ def _steps_once(
     return False
 
 
-_NAMES: "Dict[nodes.Module, FrozenSet[str]]" = memo.per_module()
+_NAMES: "Dict[nodes.Module, FrozenSet[str]]" = memo.per_file()
 
 
 def defined_function_names(module: nodes.Module) -> FrozenSet[str]:
