@@ -9,13 +9,14 @@ plugin -> engine -> rules -> analysis -> stubs.
 """
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import signal
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from astroid.exceptions import AstroidSyntaxError
 
@@ -122,16 +123,14 @@ def _freeze_survivors() -> None:
     full collections 5.5 s of 32.9 s CPU, 2.5 s of 29.8 s with this; peak RSS 139 and 140 MiB.
     Doubling the interval bounds what a freeze can pin that later turns to garbage (a node that
     one of astroid's class-level object models last saw) to a few trees per doubling."""
-    global _analysed, _next_freeze
+    global _analysed
     _analysed += 1
-    if _analysed >= _next_freeze:
-        _next_freeze *= 2
+    if _analysed & (_analysed - 1) == 0:  # a power of two
         gc.collect()
         gc.freeze()
 
 
 _analysed = 0
-_next_freeze = 1
 
 
 def _note(filename: str, what: str, text: str) -> None:
@@ -147,20 +146,27 @@ def _forget_file() -> None:
     node of the file outlives it."""
     memo.end_file()
     brain.end_file()
+    for clear in _astroid_cache_clearers():
+        clear()
+
+
+@functools.lru_cache(maxsize=None)
+def _astroid_cache_clearers() -> Tuple[Callable[[], None], ...]:
+    """The functions that empty the astroid caches ``_forget_file`` empties, looked up once; one
+    that this astroid lacks is left out."""
+    found = []
     for owner, name in _ASTROID_CACHES:
         try:
-            module = importlib.import_module(owner)
-            target: Any = module
+            target: Any = importlib.import_module(owner)
             for part in name.split("."):
                 target = getattr(target, part)
-            clear = getattr(target, "cache_clear", None) or target
-            clear()
-        except Exception:  # pragma: no cover - internal API moved in another astroid
-            pass
+        except (ImportError, AttributeError):  # pragma: no cover - internal API moved in another astroid
+            continue
+        found.append(getattr(target, "cache_clear", target))
+    return tuple(found)
 
 
-#: (module, attribute) of each astroid cache ``_forget_file`` empties; each one is looked up and
-#: skipped if this astroid lacks it.
+#: (module, attribute) of each astroid cache ``_forget_file`` empties.
 _ASTROID_CACHES = (
     ("astroid.context", "_invalidate_cache"),
     ("astroid.inference_tip", "clear_inference_tip_cache"),
