@@ -205,7 +205,7 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
     if name in TORCH_RANDOM_SAMPLERS:
         return _draw(TORCH, label)
     if name in RANDOM_INIT_LAYERS:
-        return _draw(TORCH, "{} (its weight initialisation)".format(label))
+        return _draw(TORCH, "{} (weight init)".format(label))
     if name == "torch.utils.data.DataLoader" and _keyword_is_true(call, "shuffle"):
         return _draw(TORCH, "{}(shuffle=True)".format(call.func.as_string()))
     if name in NUMPY_DRAWS:
@@ -337,8 +337,8 @@ def _project_constructor_draws(call: nodes.Call, depth: int) -> Optional[Effect]
     for inner in infer.iter_calls(init[0]):
         found = effect(inner, depth - 1)
         if found is not None and found.kind == DRAW and TORCH in found.generators:
-            what = "weight initialisation" if infer.class_is_subclass_of(klass, MODULE_BASES) else "constructor"
-            return _draw(TORCH, "{} (its {})".format(_label(call), what))
+            what = "weight init" if infer.class_is_subclass_of(klass, MODULE_BASES) else "constructor"
+            return _draw(TORCH, "{} ({})".format(_label(call), what))
     return None
 
 

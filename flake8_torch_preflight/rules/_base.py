@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional, Pattern, Type, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional, Pattern, Sequence, Tuple, Type, TypeVar
 
 if TYPE_CHECKING:
     from astroid import nodes
@@ -21,14 +21,21 @@ class Finding(NamedTuple):
 class Rule:
     """Base of every rule: declares its code, slug, message and rationale.
 
-    ``message`` is the text after the code: one sentence naming the bug and what
-    it costs, then the fix.  It may hold ``{name}`` fields filled by ``report``.
+    ``message`` is the text after the code: one short sentence naming the bug, what it costs and
+    the fix, at most ``MAX_MESSAGE`` characters once filled (INTERFACE.md).  It may hold ``{name}``
+    fields filled by ``report``; those named in ``quoted`` hold source text, which ``report``
+    shortens (the longest first, ending in "...") when the filled message would be too long.
+    The long form is ``rationale`` (what it catches and why it costs), ``leaves_alone`` (what the
+    rule deliberately does not report) and ``configure``, read by ``explain`` and the docs.
     """
 
     code: ClassVar[str]
     slug: ClassVar[str]
     message: ClassVar[str]
     rationale: ClassVar[str]
+    leaves_alone: ClassVar[str] = ""
+    configure: ClassVar[str] = ""
+    quoted: ClassVar[Tuple[str, ...]] = ()
     #: Text a file must contain for the rule to look at it at all (a cheap gate
     #: before any astroid work); None = every torch file.
     requires: ClassVar[Optional[Pattern[str]]] = None
@@ -38,10 +45,33 @@ class Rule:
         self.findings: List[Finding] = []
 
     def report(self, node: "nodes.NodeNG", **fields: Any) -> None:
-        text = self.message.format(**fields) if fields else self.message
+        text = fit_message(self.message, fields, self.quoted)
         line = getattr(node, "lineno", None) or 1
         col = getattr(node, "col_offset", None) or 0
         self.findings.append(Finding(line, col, "{} {}".format(self.code, text)))
+
+
+#: Longest message after the code (INTERFACE.md): editors' problem panes and hovers cut longer ones.
+MAX_MESSAGE = 120
+
+#: Shortest a quoted expression is cut to before the message is left as it is.
+_MIN_QUOTE = 8
+
+
+def fit_message(template: str, fields: Dict[str, Any], quoted: Sequence[str] = ()) -> str:
+    """``template`` filled with ``fields``; quoted source text is shortened until it fits."""
+    values = {k: str(v) for k, v in fields.items()}
+    text = template.format(**values) if values else template
+    while len(text) > MAX_MESSAGE:
+        longest = max((k for k in quoted if len(values.get(k, "")) > _MIN_QUOTE), key=lambda k: len(values[k]),
+                      default=None)
+        if longest is None:
+            break
+        value = values[longest]
+        cut = max(_MIN_QUOTE - 3, len(value) - (len(text) - MAX_MESSAGE) - 3)
+        values[longest] = value[:cut].rstrip() + "..."
+        text = template.format(**values)
+    return text
 
 
 def text_gate(pattern: str) -> Pattern[str]:

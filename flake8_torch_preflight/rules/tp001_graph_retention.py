@@ -24,36 +24,32 @@ MAY_BACKPROPAGATE = re.compile(r"backward|scaler|scale_loss|step|optimi[sz]e", r
 #: Longest stored expression quoted in the message.
 MAX_TEXT = 32
 
-_OOM = (
-    "and no backward() in the loop frees it, so every iteration's activations stay in GPU memory "
-    "until the run goes out of memory"
-)
-_AFTER = (
-    "after its backward() ran, so its graph nodes keep piling up in host memory every step and the "
-    "stored value stays differentiable"
-)
+#: No backward() in the loop frees the stored graph: its activations stay on the GPU.
+_OOM = "GPU memory grows to OOM"
+#: backward() already freed the activations; the graph nodes stay, in host memory.
+_AFTER = "graph nodes pile up in RAM"
 
 
 @register
 class GraphRetention(Rule):
     code, slug = "TP001", "graph-retention"
     requires = text_gate(r"backward\(|\.eval\(|(?i:evaluat|validat|predict|infer)")
-    message = (
-        "{value} is kept across loop iterations still attached to its autograd graph {case}. "
-        "Keep {value}.item() (a number) or {value}.detach() (a tensor) instead."
-    )
+    message = "{value} kept with its autograd graph across iterations: {case}; keep .item() or .detach()"
+    quoted = ("value",)
     rationale = (
-        "A loss or model output is a tensor that references the autograd graph that produced it. "
-        "Appending it to a list, adding it into a running total (`total += loss`, `x = x + loss`), "
-        "or storing it under a changing key keeps that graph alive for as long as the container lives. "
-        "When no backward() ran on it, every iteration's saved activations stay on the GPU and memory "
-        "grows until the run dies; when backward() already ran, the activations are freed but the "
-        "graph nodes still accumulate in host memory and the stored values stay differentiable. "
-        "The rule follows grad-bearing values through the provenance analysis (model and loss calls, "
-        "arithmetic, tensor methods, helper returns; `.item()`, `.detach()` and `no_grad` stop them) "
-        "and reports a store in a loop into a container that outlives the iteration. It stays silent "
-        "for containers created inside the loop, and for retention that a later backward() needs: "
-        "micro-batch losses summed and backpropagated, and loops that run no backward() themselves and "
+        "A loss or model output is a tensor that references the autograd graph that produced it. Appending it "
+        "to a list, adding it into a running total (`total += loss`, `x = x + loss`), or storing it under a "
+        "changing key keeps that graph alive for as long as the container lives. When no backward() ran on "
+        "it, every iteration's saved activations stay on the GPU and memory grows until the run dies; when "
+        "backward() already ran, the activations are freed but the graph nodes still accumulate in host "
+        "memory and the stored values stay differentiable. The rule follows grad-bearing values through the "
+        "provenance analysis (model and loss calls, arithmetic, tensor methods, helper returns; `.item()`, "
+        "`.detach()` and `no_grad` stop them) and reports a store in a loop into a container that outlives "
+        "the iteration."
+    )
+    leaves_alone = (
+        "It stays silent for containers created inside the loop, and for retention that a later backward() "
+        "needs: micro-batch losses summed and backpropagated, and loops that run no backward() themselves and "
         "hand their result to a caller (a model's forward, a chunked loss, a pipeline schedule)."
     )
     example_bad = (

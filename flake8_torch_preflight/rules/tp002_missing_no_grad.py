@@ -26,25 +26,24 @@ class MissingNoGrad(Rule):
         r"|^[ \t]*(?:async[ \t]+)?def[ \t]+\w*(?:val|test|predict|infer)"
         r"|^[ \t]*(?:async[ \t]+)?for\b[^:]{0,300}?(?:val|test|dev|holdout)"
     )
-    message = (
-        "{call} is an evaluation forward pass ({why}) that runs with autograd on, so every batch records a "
-        "graph and keeps its activations alive for nothing, often doubling memory and slowing the pass. "
-        "Run it under `with torch.no_grad():` or `torch.inference_mode()`, or decorate the function with "
-        "@torch.no_grad()."
-    )
+    message = "{call} evaluates ({why}) with autograd on: graphs waste memory; use torch.no_grad()"
+    quoted = ("call", "why")
     rationale = (
         "Autograd records every operation on tensors that require grad, and keeps the activations each one "
         "saved until the output is freed. An evaluation or inference loop never calls backward(), so that "
         "work and memory are wasted: peak memory during evaluation can exceed training's. The rule reports "
-        "the forward call of a model (resolved through its binding: an nn.Module, a from_pretrained model, "
-        "a DDP/FSDP wrapper; a tokenizer or preprocessor is not a model) made with autograd on in a function "
-        "or loop that never calls backward() and that evaluates: the function is named like validate, "
-        "evaluate, test, predict or infer, the model was put in eval() mode before the call, or the loop "
-        "iterates a validation or test loader. It is silent under no_grad/inference_mode/"
-        "set_grad_enabled(False), in decorated functions, in functions whose every call site in the file "
-        "disables autograd, in Lightning's validation_step/test_step/predict_step (the trainer disables it), "
-        "and where gradients are wanted (backward(), autograd.grad or requires_grad_ in the same pass: "
-        "adversarial evaluation, saliency maps)."
+        "the forward call of a model (resolved through its binding: an nn.Module, a from_pretrained model, a "
+        "DDP/FSDP wrapper; a tokenizer or preprocessor is not a model) made with autograd on in a function or "
+        "loop that never calls backward() and that evaluates: the function is named like validate, evaluate, "
+        "test, predict or infer, the model was put in eval() mode before the call, or the loop iterates a "
+        "validation or test loader."
+    )
+    leaves_alone = (
+        "It is silent under no_grad/inference_mode/set_grad_enabled(False), in decorated functions, in "
+        "functions whose every call site in the file disables autograd, in Lightning's "
+        "validation_step/test_step/predict_step (the trainer disables it), and where gradients are wanted "
+        "(backward(), autograd.grad or requires_grad_ in the same pass: adversarial evaluation, saliency "
+        "maps)."
     )
     example_bad = (
         "import torch.nn as nn\n"

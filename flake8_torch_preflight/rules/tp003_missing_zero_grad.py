@@ -22,19 +22,18 @@ CONTEXT_BACKWARDS = frozenset({"torch.distributed.autograd.backward"})
 class MissingZeroGrad(Rule):
     code, slug = "TP003", "missing-zero-grad"
     requires = text_gate(r"backward")
-    message = (
-        "backward() runs every iteration but {name} is never zeroed in this loop, so .grad keeps the sum "
-        "of all earlier gradients and each {name}.step() applies a growing, wrong update. "
-        "Call {name}.zero_grad() once per iteration (before backward() or after step())."
-    )
+    message = "{name}.zero_grad() is missing in this backward() loop: gradients add up into wrong updates"
+    quoted = ("name",)
     rationale = (
-        "PyTorch adds new gradients into .grad instead of overwriting them. A loop that calls backward() "
-        "and optimizer.step() without zero_grad() (on the optimizer, or on the model whose parameters it "
-        "holds) applies the sum of every gradient so far at every step: the run does not crash, it diverges "
-        "or learns garbage. The rule looks at the smallest loop that steps the optimizer, including helper "
+        "PyTorch adds new gradients into .grad instead of overwriting them. A loop that calls backward() and "
+        "optimizer.step() without zero_grad() (on the optimizer, or on the model whose parameters it holds) "
+        "applies the sum of every gradient so far at every step: the run does not crash, it diverges or "
+        "learns garbage. The rule looks at the smallest loop that steps the optimizer, including helper "
         "functions of the file called from it; zero_grad() anywhere in that loop, even inside an if (for "
-        "deliberate gradient accumulation), counts. A loop that never steps (full-batch accumulation) is "
-        "not flagged."
+        "deliberate gradient accumulation), counts."
+    )
+    leaves_alone = (
+        "A loop that never steps (full-batch accumulation) is not flagged."
     )
     example_bad = """
         import torch

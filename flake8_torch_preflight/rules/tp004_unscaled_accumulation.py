@@ -42,22 +42,21 @@ ACCUMULATE_CONTEXTS = frozenset({"accumulate"})
 class UnscaledAccumulation(Rule):
     code, slug = "TP004", "unscaled-accumulation"
     requires = text_gate(r"backward")  # every finding is a backward call of this file
-    message = (
-        "backward() adds up gradients over {n} micro-batches before each optimizer step but the loss is "
-        "never divided by {n}, so every update is {n} times too large, the same as multiplying the "
-        "learning rate by {n}. Divide the loss before backward(): loss = loss / {n}."
-    )
+    message = "accumulating {n} micro-batches without loss / {n}: each update is that many times too large"
+    quoted = ("n",)
     rationale = (
-        "Gradient accumulation emulates a large batch by calling backward() on several micro-batches "
-        "before one optimizer.step(). PyTorch sums the gradients in .grad, so unless each micro-batch "
-        "loss is divided by the number of micro-batches the step applies the sum instead of the mean: "
-        "the effective learning rate grows with the accumulation count, and changing that count silently "
-        "changes the optimisation. The rule recognises a step gated by `if (i + 1) % N == 0` (or a "
-        "counter, or a `continue` gate) and an inner loop over micro-batches, then traces the loss given "
-        "to backward() back through assignments and helpers of the file: a division anywhere on that "
-        "path, or gradients divided before the step, is accepted; a division of a logged copy is not. "
-        "Accelerate's accumulate(), accelerator.backward, Lightning and the Hugging Face Trainer scale "
-        "for you and are left alone."
+        "Gradient accumulation emulates a large batch by calling backward() on several micro-batches before "
+        "one optimizer.step(). PyTorch sums the gradients in .grad, so unless each micro-batch loss is "
+        "divided by the number of micro-batches the step applies the sum instead of the mean: the effective "
+        "learning rate grows with the accumulation count, and changing that count silently changes the "
+        "optimisation. The rule recognises a step gated by `if (i + 1) % N == 0` (or a counter, or a "
+        "`continue` gate) and an inner loop over micro-batches, then traces the loss given to backward() back "
+        "through assignments and helpers of the file: a division anywhere on that path, or gradients divided "
+        "before the step, is accepted; a division of a logged copy is not."
+    )
+    leaves_alone = (
+        "Accelerate's accumulate(), accelerator.backward, Lightning and the Hugging Face Trainer scale for "
+        "you and are left alone."
     )
     example_bad = (
         "import torch\n"

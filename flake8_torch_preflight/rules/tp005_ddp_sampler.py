@@ -52,17 +52,20 @@ LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_
 class DdpSampler(Rule):
     code, slug = "TP005", "ddp-sampler"
     requires = text_gate("|".join(DISTRIBUTED_MARKERS))  # no distributed run named: nothing to check
-    message = "{problem} in a distributed run, so {cost}. {fix}"
+    message = "{name} {problem}: {cost}; {fix}"
+    quoted = ("name",)
     rationale = (
         "Under DistributedDataParallel every process runs the same script. A DataLoader without a "
         "DistributedSampler (shuffle=True, no sampler, or a RandomSampler) gives every rank the whole "
-        "dataset, so the N GPUs compute gradients on the same batches: each epoch costs N times the "
-        "compute for the data of one GPU, and the effective batch is not what the script says. A "
-        "DistributedSampler splits the indices per rank, but it shuffles with a seed plus the epoch "
-        "number: without sampler.set_epoch(epoch) at the start of every epoch each epoch replays the "
-        "same order. The rule only fires in files that wrap a model in DDP/FSDP or initialise a process "
-        "group, and only for loaders that a training loop (one that runs backward) iterates; Accelerate's "
-        "prepare(), Lightning, IterableDatasets and rank-0-only loaders are left alone."
+        "dataset, so the N GPUs compute gradients on the same batches: each epoch costs N times the compute "
+        "for the data of one GPU, and the effective batch is not what the script says. A DistributedSampler "
+        "splits the indices per rank, but it shuffles with a seed plus the epoch number: without "
+        "sampler.set_epoch(epoch) at the start of every epoch each epoch replays the same order."
+    )
+    leaves_alone = (
+        "The rule only fires in files that wrap a model in DDP/FSDP or initialise a process group, and only "
+        "for loaders that a training loop (one that runs backward) iterates; Accelerate's prepare(), "
+        "Lightning, IterableDatasets and rank-0-only loaders are left alone."
     )
     example_bad = (
         "import torch\n"
@@ -103,17 +106,15 @@ class DdpSampler(Rule):
 
     #: The two kinds of finding, filled into ``message``.
     NO_SAMPLER = dict(
-        problem="{name} is built with {how} and no DistributedSampler",
-        cost="every rank iterates the same batches: N GPUs repeat one GPU's work and each epoch sees the data N times",
-        fix=(
-            "Pass sampler=DistributedSampler(dataset) (and drop shuffle=True), "
-            "then call sampler.set_epoch(epoch) each epoch."
-        ),
+        problem="{how}lacks a DistributedSampler",
+        cost="ranks repeat each other's batches",
+        fix="add one",
     )
     NO_SET_EPOCH = dict(
-        problem="{name} never gets set_epoch(epoch) in the epoch loop",
-        cost="every epoch replays the same shuffled order on every rank, which weakens shuffling for the whole run",
-        fix="Call {target}.set_epoch(epoch) at the start of each epoch, before iterating the DataLoader.",
+        name="DistributedSampler",
+        problem="never gets set_epoch",
+        cost="every epoch repeats one shuffle",
+        fix="call {target}.set_epoch(epoch)",
     )
 
     def __init__(self, ctx: "FileContext") -> None:
@@ -170,8 +171,8 @@ class DdpSampler(Rule):
         training = [loop for loop in uses.training_loops if not loader_use.rank_zero_only(loop)]
         if not training and not (shuffled and not uses.training_loops and not uses.other_loops):
             return
-        fields = dict(self.NO_SAMPLER)
-        fields["problem"] = fields["problem"].format(name=_display(call), how=how)
+        fields = dict(self.NO_SAMPLER, name=_display(call))
+        fields["problem"] = fields["problem"].format(how="" if how == "no sampler" else "({}) ".format(how))
         self.report(call, **fields)
 
     # -- DistributedSampler without set_epoch ---------------------------------------------------
@@ -200,13 +201,11 @@ class DdpSampler(Rule):
                 if not loader_use.set_before_epoch_loop(setter, epoch_loops):
                     return
         if sampler_text is not None:
-            name, target = "DistributedSampler " + sampler_text, sampler_text
-        else:
+            target = sampler_text
+        else:  # an inline sampler: named through the loader it feeds
             bound = [_bound_to(loader) for loader in loaders]
-            loader_text = next((dataflow.binding_text(b) for b in bound if b is not None), "loader")
-            name, target = "This DistributedSampler", loader_text + ".sampler"
+            target = next((dataflow.binding_text(b) for b in bound if b is not None), "loader") + ".sampler"
         fields = dict(self.NO_SET_EPOCH)
-        fields["problem"] = fields["problem"].format(name=name)
         fields["fix"] = fields["fix"].format(target=target)
         self.report(call, **fields)
 

@@ -26,18 +26,19 @@ MAX_DEPTH = 4
 class DoubleSoftmax(Rule):
     code, slug = "TP006", "double-softmax"
     requires = text_gate(r"(?i)softmax")
-    message = (
-        "{what} output is fed into {loss}, which applies log_softmax itself: the loss sees squashed "
-        "probabilities, its gradients shrink and training stalls or converges to a worse model. "
-        "Pass the raw logits to the loss and use softmax only for predictions or metrics."
-    )
+    message = "{what} into {loss}, which applies log_softmax itself: weak gradients, worse model; pass logits"
+    quoted = ("what",)
     rationale = (
-        "CrossEntropyLoss and F.cross_entropy expect unnormalised logits and compute log_softmax "
-        "internally. Feeding them probabilities (softmax) or log-probabilities (log_softmax) applies the "
-        "normalisation twice: the loss stays finite and training runs, but the gradient is compressed "
-        "and the model learns slowly or plateaus. The rule follows the loss through aliases and "
-        "assignments, and the input back through local assignments, softmax layers, and the forward() "
-        "of a model defined in the file whose every return is a softmax."
+        "CrossEntropyLoss and F.cross_entropy expect unnormalised logits and compute log_softmax internally. "
+        "Feeding them probabilities (softmax) or log-probabilities (log_softmax) applies the normalisation "
+        "twice: the loss stays finite and training runs, but the gradient is compressed and the model learns "
+        "slowly or plateaus. The rule follows the loss through aliases and assignments, and the input back "
+        "through local assignments, softmax layers, and the forward() of a model defined in the file whose "
+        "every return is a softmax."
+    )
+    leaves_alone = (
+        "Softmax used only for predictions, metrics or sampling (not fed to the loss), NLLLoss after "
+        "log_softmax (the correct pairing), and models whose forward() it cannot read are left alone."
     )
     example_bad = """
         import torch.nn as nn

@@ -69,18 +69,8 @@ SHAPE_METHODS = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten",
 MAX_DEPTH = 6
 
 _MESSAGES = {
-    "sigmoid": (
-        "{} output",
-        "which applies sigmoid itself: the loss sees probabilities squashed a second time into [0.5, 0.73], "
-        "its gradients shrink and the classifier learns slowly or stalls at a worse model",
-        "Pass the raw logits to the loss and apply sigmoid only for predictions or metrics.",
-    ),
-    "logits": (
-        "raw-logit {} output",
-        "which expects probabilities in [0, 1]: the first logit outside that range stops the run with an error "
-        "(a device-side assert on CUDA), and until then scores are trained as if they were probabilities",
-        "Use BCEWithLogitsLoss on the logits (it is also numerically stable), or apply torch.sigmoid before BCELoss.",
-    ),
+    "sigmoid": ("{}", "which applies sigmoid itself: weak gradients, worse model", "pass logits"),
+    "logits": ("raw logits of {}", "which wants probabilities: wrong loss or CUDA assert", "use BCEWithLogitsLoss"),
 }
 
 
@@ -88,7 +78,8 @@ _MESSAGES = {
 class BcePairing(Rule):
     code, slug = "TP007", "bce-pairing"
     requires = text_gate(r"BCE|binary_cross_entropy")
-    message = "{what} is fed into {loss}, {cost}. {fix}"
+    message = "{what} into {loss}, {cost}; {fix}"
+    quoted = ("what",)
     rationale = (
         "BCEWithLogitsLoss and F.binary_cross_entropy_with_logits apply sigmoid to their input; BCELoss and "
         "F.binary_cross_entropy expect probabilities. Feeding a sigmoid output to the first squashes twice: "
@@ -96,10 +87,12 @@ class BcePairing(Rule):
         "Feeding raw logits to the second stops the run with an error as soon as one leaves [0, 1] (on CUDA a "
         "device-side assert), after training on scores misread as probabilities. The rule resolves the loss "
         "through its binding and traces the input back through local assignments, shape-only tensor methods, "
-        "sigmoid calls and layers, nn.Sequential models, and the forward() of a model defined in the file. It "
-        "reports raw logits only when the model provably ends in a linear or convolution layer, and stays "
-        "silent for sigmoid gating inside a block that still returns logits, for sigmoid used for metrics, and "
-        "for models it cannot read."
+        "sigmoid calls and layers, nn.Sequential models, and the forward() of a model defined in the file."
+    )
+    leaves_alone = (
+        "It reports raw logits only when the model provably ends in a linear or convolution layer, and stays "
+        "silent for sigmoid gating inside a block that still returns logits, for sigmoid used for metrics, "
+        "and for models it cannot read."
     )
     example_bad = """
         import torch

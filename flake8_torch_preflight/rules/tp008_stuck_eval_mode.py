@@ -47,11 +47,8 @@ HELPER_DEPTH = 3
 class StuckEvalMode(Rule):
     code, slug = "TP008", "stuck-eval-mode"
     requires = text_gate(r"(?s)^(?=.*backward)(?=.*\.(?:eval\(\)|train\())")
-    message = (
-        "{what} puts {model} in eval mode inside the training loop and nothing calls {model}.train() before its "
-        "next training step, so every later iteration trains with dropout off and batch-norm statistics frozen, "
-        "silently giving a worse model. Call {model}.train() at the start of each epoch or right after evaluation."
-    )
+    message = "{what}: {model} then trains in eval mode (no dropout, frozen BatchNorm); call {model}.train() after it"
+    quoted = ("what", "model")
     rationale = (
         "model.eval() switches dropout off and makes batch-norm use its running statistics; the switch stays "
         "until model.train() is called. A training loop that evaluates every epoch (directly or through a "
@@ -60,11 +57,12 @@ class StuckEvalMode(Rule):
         "stop adapting. The rule reads one iteration of each loop that calls backward(), helpers of the file "
         "included, and reports an eval() (or the helper call that makes it) when a training step of the same "
         "model (forward with autograd on, backward(), optimizer step) comes before any train() on it, "
-        "wrapping around to the next iteration. "
-        "model.train() at the top of the epoch, in the train helper, or right after validation all fix it; "
-        "a bare self.model.train without the call does not. Frozen models (teachers, EMA copies) are left "
-        "alone when their forward runs under no_grad, they are frozen with requires_grad_(False), or the "
-        "loop's optimizers provably train another model."
+        "wrapping around to the next iteration. model.train() at the top of the epoch, in the train helper, "
+        "or right after validation all fix it; a bare self.model.train without the call does not."
+    )
+    leaves_alone = (
+        "Frozen models (teachers, EMA copies) are left alone when their forward runs under no_grad, they are "
+        "frozen with requires_grad_(False), or the loop's optimizers provably train another model."
     )
     example_bad = """
         for epoch in range(epochs):

@@ -34,8 +34,8 @@ from ._base import Rule, register, text_gate
 
 _GENERATOR_NAMES = {
     TORCH: "torch",
-    NUMPY: "NumPy (np.random)",
-    RANDOM: "Python random",
+    NUMPY: "NumPy",
+    RANDOM: "random",
     NUMPY_RNG: "separate NumPy",
     RANDOM_INSTANCE: "separate random.Random",
 }
@@ -46,20 +46,21 @@ _SEEDERS = {TORCH: "torch.manual_seed(seed)", NUMPY: "np.random.seed(seed)", RAN
 class UnseededRun(Rule):
     code, slug = "TP009", "unseeded-run"
     requires = text_gate(r"backward|\.fit\(|\.train\(\)")
-    message = (
-        "{draw} draws from the {generator} generator, which {state}: every run gets different random numbers, "
-        "so results cannot be reproduced, bisected or compared across runs. {fix}"
-    )
+    message = "{draw} uses the {generator} RNG, {state}: not reproducible; {fix}"
+    quoted = ("draw",)
     rationale = (
         "Weight initialisation, shuffling, augmentation and dropout all draw from random generators: torch's, "
         "NumPy's global one and Python's random module each keep their own state, and each starts from a "
-        "nondeterministic seed. A training run that never seeds them gives different results on every launch, so a "
-        "regression cannot be told from noise; one that seeds only some of them (torch but not np.random) is "
-        "the same bug with the intent visible. The rule reads the run the file executes (module-level code "
-        "and the __main__ block, through the file's functions and class constructors) and reports, once per "
-        "generator, the first draw from a generator that nothing seeds. Seeding helpers count: "
-        "seed_everything, transformers.set_seed, accelerate's set_seed, and a set_seed of the file for the "
-        "seeders it calls. Files that only define functions, and runs that never train, are left alone."
+        "nondeterministic seed. A training run that never seeds them gives different results on every launch, "
+        "so a regression cannot be told from noise; one that seeds only some of them (torch but not "
+        "np.random) is the same bug with the intent visible. The rule reads the run the file executes "
+        "(module-level code and the __main__ block, through the file's functions and class constructors) and "
+        "reports, once per generator, the first draw from a generator that nothing seeds. Seeding helpers "
+        "count: seed_everything, transformers.set_seed, accelerate's set_seed, and a set_seed of the file for "
+        "the seeders it calls."
+    )
+    leaves_alone = (
+        "Files that only define functions, and runs that never train, are left alone."
     )
     example_bad = """
         import numpy as np
@@ -115,18 +116,8 @@ _DEFINITIONS = (nodes.FunctionDef, nodes.ClassDef, nodes.Import, nodes.ImportFro
 
 def _wording(generator: str, seeded: Set[str], intent: bool) -> Dict[str, str]:
     if generator in (NUMPY_RNG, RANDOM_INSTANCE):
-        fix = "Pass a seed when building it, e.g. np.random.default_rng(seed) or random.Random(seed)."
-        return {"state": "is built without a seed (global seeds do not reach it)", "fix": fix}
+        return {"state": "built without a seed", "fix": "pass it a seed"}
     if not intent:
-        return {
-            "state": "is never seeded (the run sets no seed at all)",
-            "fix": "Seed every generator the run uses once at startup: random.seed, np.random.seed and "
-            "torch.manual_seed, or one seed_everything / transformers.set_seed call.",
-        }
-    done = " and ".join(sorted(_GENERATOR_NAMES[g] for g in seeded)) or "only the CUDA generators"
-    return {
-        "state": "is left unseeded although the run seeds {} (a partial seed)".format(done),
-        "fix": "Add {} next to the other seeds, or use one seed_everything / set_seed call.".format(
-            _SEEDERS[generator]
-        ),
-    }
+        return {"state": "never seeded", "fix": "add {}".format(_SEEDERS[generator])}
+    done = " and ".join(sorted(_GENERATOR_NAMES[g] for g in seeded)) or "CUDA"
+    return {"state": "unseeded unlike {}".format(done), "fix": "add {}".format(_SEEDERS[generator])}

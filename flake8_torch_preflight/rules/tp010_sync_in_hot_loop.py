@@ -27,22 +27,20 @@ CANDIDATE_NAMES = frozenset(SYNC_METHODS | {"float", "int", "bool", "synchronize
 class SyncInHotLoop(Rule):
     code, slug = "TP010", "sync-in-hot-loop"
     requires = text_gate(r"cuda|nccl|cudnn|accelerator")  # no CUDA evidence without one of these words
-    message = (
-        "{sync} runs once per element of {loop} inside the training step, and every call makes the host "
-        "wait until the GPU has finished all queued work, so the GPU idles that many times per step "
-        "(slower steps; the results are right). Keep the values on the device (torch.stack them, or "
-        "accumulate a tensor) and sync once per step, or only on logging steps."
-    )
+    message = "{sync} per element of {loop}: a GPU stall each, every step; sync once per step"
+    quoted = ("sync", "loop")
     rationale = (
-        "CUDA kernels run asynchronously: the host queues work and moves on. Reading a value back "
-        "(.item(), .cpu(), .numpy(), .tolist(), float(t)) or calling torch.cuda.synchronize() blocks the "
-        "host until the queue is empty. Once per step, for a logged loss, is normal. Inside a loop or "
-        "comprehension nested in the step (one .item() per parameter for gradient norms, one per sample "
-        "for a metric) the queue is drained again and again, and the GPU idles between the small kernels. "
-        "The training step is found from evidence: a loop that calls backward() or a resolved "
-        "optimizer.step(), a function that does so outside its loops, and helpers of the file called "
-        "from them. Syncs under a periodic logging branch (if step % 100 == 0), on tensors that are "
-        "provably on the host, and in files that never use CUDA are not reported."
+        "CUDA kernels run asynchronously: the host queues work and moves on. Reading a value back (.item(), "
+        ".cpu(), .numpy(), .tolist(), float(t)) or calling torch.cuda.synchronize() blocks the host until the "
+        "queue is empty. Once per step, for a logged loss, is normal. Inside a loop or comprehension nested "
+        "in the step (one .item() per parameter for gradient norms, one per sample for a metric) the queue is "
+        "drained again and again, and the GPU idles between the small kernels. The training step is found "
+        "from evidence: a loop that calls backward() or a resolved optimizer.step(), a function that does so "
+        "outside its loops, and helpers of the file called from them."
+    )
+    leaves_alone = (
+        "Syncs under a periodic logging branch (if step % 100 == 0), on tensors that are provably on the "
+        "host, and in files that never use CUDA are not reported."
     )
     example_bad = (
         "import torch\n"
@@ -131,9 +129,9 @@ def _loop_text(loop: training_step.Element) -> str:
         return "the loop over {}".format(_short(loop.iter))
     if isinstance(loop, nodes.While):
         return "the while loop"
-    return "the comprehension over {}".format(_short(loop.generators[0].iter))
+    return "a comprehension over {}".format(_short(loop.generators[0].iter))
 
 
 def _short(expr: nodes.NodeNG) -> str:
     text = str(expr.as_string())
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= 28 else text[:25] + "..."

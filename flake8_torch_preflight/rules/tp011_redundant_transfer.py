@@ -34,21 +34,21 @@ BATCH_ITERATOR_WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "tqdm
 class RedundantTransfer(Rule):
     code, slug = "TP011", "redundant-transfer"
     requires = text_gate(r"\.(to|cuda)\s*\(")  # no transfer without one
-    message = (
-        "{what} is moved to the device on every iteration although it does not change inside the loop, "
-        "so {cost} every step. Move it to the device once, before the loop, and reuse that copy "
-        "(or create it there with device=...)."
-    )
+    message = "{what} is re-sent to the device each iteration unchanged ({cost}); move it before the loop"
+    quoted = ("what",)
     rationale = (
         "A tensor that does not change between iterations (a name the loop never rebinds or modifies in "
         "place, class weights, a torch.tensor([...]) of constants) only needs to reach the GPU once. Calling "
         ".to(device) or .cuda() on it inside the batch loop makes a fresh host-to-device copy every step, "
-        "which waits on pageable host memory and competes with the batch itself; doing it to the model "
-        "walks every parameter and buffer on every step. The rule looks at batch loops (loops that call "
-        "backward() or a resolved optimizer.step(), or iterate a DataLoader). Per-batch data, downloads "
-        "(.cpu(), .to('cpu')), tensors created on the device, casts (.to(torch.float16)), values modified "
-        "in place before being sent, and a model moved back and forth in the same loop (to the CPU for a "
-        "checkpoint, then back) are not reported; nor is an unresolved device in a file that never uses CUDA."
+        "which waits on pageable host memory and competes with the batch itself; doing it to the model walks "
+        "every parameter and buffer on every step. The rule looks at batch loops (loops that call backward() "
+        "or a resolved optimizer.step(), or iterate a DataLoader)."
+    )
+    leaves_alone = (
+        "Per-batch data, downloads (.cpu(), .to('cpu')), tensors created on the device, casts "
+        "(.to(torch.float16)), values modified in place before being sent, and a model moved back and forth "
+        "in the same loop (to the CPU for a checkpoint, then back) are not reported; nor is an unresolved "
+        "device in a file that never uses CUDA."
     )
     example_bad = (
         "import torch\n"
@@ -105,9 +105,9 @@ class RedundantTransfer(Rule):
         self.report(node, what=what[0], cost=what[1])
 
 
-_TENSOR_COST = "a fresh host-to-device copy is made"
-_MODULE_COST = "every parameter and buffer is walked again"
-_UNKNOWN_COST = "the copy (for a module, the walk over every parameter) is repeated"
+_TENSOR_COST = "a copy per step"
+_MODULE_COST = "a parameter walk per step"
+_UNKNOWN_COST = "a copy or walk per step"
 
 
 def _invariant_value(receiver: nodes.NodeNG, loop: "loops.Loop") -> Optional["tuple[str, str]"]:
@@ -163,7 +163,7 @@ def _constant_factory(expr: nodes.Call, loop: "loops.Loop") -> Optional["tuple[s
         for name_node in arg.nodes_of_class(nodes.Name):
             if invariance.rebound_in(loop, name_node):
                 return None
-    return "{}(...) of values the loop never changes".format(expr.func.as_string()), _TENSOR_COST
+    return "constant {}(...)".format(expr.func.as_string()), _TENSOR_COST
 
 
 def _self_transfer(target: nodes.NodeNG) -> bool:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 
 from astroid import nodes
 
-from ..analysis import dataflow, device, infer, loader_use, training_step
+from ..analysis import dataflow, device, entrypoint, infer, loader_use, training_step
 from ..analysis.torch_names import DATALOADERS
 from ._base import Rule, register, text_gate
 
@@ -34,24 +34,21 @@ _OPAQUE = object()
 class StarvedDataLoader(Rule):
     code, slug = "TP012", "starved-dataloader"
     requires = text_gate(r"(?s)^(?=.*DataLoader)(?=.*(cuda|nccl|cudnn|accelerator))")  # a loader and CUDA evidence
-    message = (
-        "DataLoader {problems}: in this CUDA training file the GPU waits while the training process itself "
-        "loads, collates and copies every batch from pageable memory, so throughput drops (a tuning "
-        "observation, not a wrong result). Set num_workers to a few worker processes (e.g. 4, up to the CPU "
-        "cores per GPU) and pin_memory=True."
-    )
+    message = "DataLoader has {problems}: {cost}; set {fix}"
     rationale = (
         "With num_workers=0 (the default) every batch is read, decoded and collated in the training process "
         "between steps, while the GPU sits idle; with pin_memory=False (the default) each host-to-device copy "
-        "goes through pageable memory and cannot overlap with compute. Neither changes results, so this is "
-        "a tuning observation for files that train on CUDA (device strings, .cuda(), torch.cuda, nccl). "
+        "goes through pageable memory and cannot overlap with compute. Neither changes results, so this is a "
+        "tuning observation for files that train on CUDA (device strings, .cuda(), torch.cuda, nccl)."
+    )
+    leaves_alone = (
         "The loader is resolved as torch.utils.data.DataLoader through any alias. Values passed through a "
         "**kwargs dict that cannot be read, datasets whose tensors are already on the GPU (pinning them "
-        "raises, and CUDA cannot be used in forked workers), collate functions that move batches to the "
-        "GPU, and files that never use CUDA are not reported; nor is a loader whose batches reach no training "
-        "loop and no evaluation of the trained model in the file (a test that only inspects the loader, "
-        "prompts fed to an image pipeline, a helper module returning it to another file), unless it is "
-        "never iterated here and is built beside a loader that feeds training (the evaluation loader of a run)."
+        "raises, and CUDA cannot be used in forked workers), collate functions that move batches to the GPU, "
+        "and files that never use CUDA are not reported; nor is a loader whose batches reach no training loop "
+        "and no evaluation of the trained model in the file (a test that only inspects the loader, prompts "
+        "fed to an image pipeline, a helper module returning it to another file), unless it is never iterated "
+        "here and is built beside a loader that feeds training (the evaluation loader of a run)."
     )
     example_bad = (
         "import torch\n"
@@ -103,7 +100,7 @@ class StarvedDataLoader(Rule):
             return
         if not self._consumers.feeds_run(node):
             return  # batches reach no training or evaluation of the trained model here
-        self.report(node, problems=" and ".join(problems))
+        self.report(node, **_wording(problems, module))
 
 
 def _settings(call: nodes.Call) -> Optional[Dict[str, object]]:
@@ -178,18 +175,33 @@ def _dict_mutated(name: nodes.Name) -> bool:
     return False
 
 
+def _wording(problems: List[str], module: nodes.Module) -> Dict[str, str]:
+    """The message's fields for ``problems``.  Worker processes need the ``__main__`` guard where
+    the start method is spawn (Windows, macOS), so the fix says so when the file has none."""
+    workers = any("num_workers" in p for p in problems)
+    pinned = any("pin_memory" in p for p in problems)
+    fix = []
+    if workers:
+        guarded = any(entrypoint.is_main_guard(statement) for statement in module.body)
+        fix.append("num_workers=4" + ("" if guarded else " (+ __main__ guard)"))
+    if pinned:
+        fix.append("pin_memory=True")
+    cost = "GPU waits on loading" if workers else "copies cannot overlap compute"
+    return {"problems": ", ".join(problems), "cost": cost, "fix": ", ".join(fix)}
+
+
 def _problems(settings: Dict[str, object]) -> List[str]:
     problems: List[str] = []
     workers = settings.get("num_workers")
     if workers is None:
-        problems.append("leaves num_workers at its default of 0")
+        problems.append("num_workers=0")
     elif isinstance(workers, nodes.NodeNG) and _constant(workers) == 0:
-        problems.append("sets num_workers=0")
+        problems.append("num_workers=0")
     pin = settings.get("pin_memory")
     if pin is None:
-        problems.append("has no pin_memory=True")
+        problems.append("no pin_memory")
     elif isinstance(pin, nodes.NodeNG) and _constant(pin) is False:
-        problems.append("sets pin_memory=False")
+        problems.append("pin_memory=False")
     return problems
 
 

@@ -53,20 +53,23 @@ class AmpScaling(Rule):
     code, slug = "TP013", "amp-scaling"
     #: A backward with autocast in the file, or a clipping call (the two findings below).
     requires = text_gate(r"(?s)^(?=.*autocast)(?=.*backward)|clip_grad")
-    message = (
-        "{problem}, so {cost}. {fix}"
-    )
+    message = "{problem}: {cost}; {fix}"
     rationale = (
-        "Under float16 autocast the backward pass produces fp16 gradients, and values below about 6e-8 "
-        "flush to zero: without a GradScaler multiplying the loss first, small gradients vanish and "
-        "training quietly stalls or diverges. CUDA autocast defaults to float16 (torch.autocast("
-        "device_type=\"cuda\") and torch.cuda.amp.autocast() alike); bfloat16 has fp32's range and needs "
-        "no scaler. With a scaler, the gradients stay multiplied by the scale factor (65536 at the start) "
-        "until scaler.step() unscales them, so clip_grad_norm_ or clip_grad_value_ called before "
-        "scaler.unscale_(optimizer) compares the threshold with gradients tens of thousands of times too "
-        "large and clips almost every step. The rule traces the loss given to backward() back to an fp16 "
-        "CUDA autocast block and checks that it goes through scaler.scale(); it orders the calls of a "
-        "function (and its helpers) to check that unscale_() comes between scale() and a clip."
+        "Under float16 autocast the backward pass produces fp16 gradients, and values below about 6e-8 flush "
+        "to zero: without a GradScaler multiplying the loss first, small gradients vanish and training "
+        'quietly stalls or diverges. CUDA autocast defaults to float16 (torch.autocast(device_type="cuda") '
+        "and torch.cuda.amp.autocast() alike); bfloat16 has fp32's range and needs no scaler. With a scaler, "
+        "the gradients stay multiplied by the scale factor (65536 at the start) until scaler.step() unscales "
+        "them, so clip_grad_norm_ or clip_grad_value_ called before scaler.unscale_(optimizer) compares the "
+        "threshold with gradients tens of thousands of times too large and clips almost every step. The rule "
+        "traces the loss given to backward() back to an fp16 CUDA autocast block and checks that it goes "
+        "through scaler.scale(); it orders the calls of a function (and its helpers) to check that unscale_() "
+        "comes between scale() and a clip."
+    )
+    leaves_alone = (
+        "bfloat16 autocast (no scaler needed), CPU autocast, losses that go through scaler.scale() anywhere "
+        "on their path, backward() run by a framework (Lightning, Accelerate, Fabric, DeepSpeed) and clipping "
+        "after scaler.unscale_(optimizer) are left alone."
     )
     example_bad = (
         "import torch\n"
@@ -105,17 +108,14 @@ class AmpScaling(Rule):
 
     #: The two kinds of finding, filled into ``message``.
     NO_SCALER = dict(
-        problem="backward() runs on a loss computed under float16 autocast that never goes through a GradScaler",
-        cost="gradients too small for fp16 flush to zero and training quietly stalls or diverges",
-        fix=(
-            "Create scaler = torch.amp.GradScaler(\"cuda\") and call scaler.scale(loss).backward(), "
-            "scaler.step(optimizer), scaler.update() (or autocast with dtype=torch.bfloat16)."
-        ),
+        problem="backward() under fp16 autocast without a GradScaler",
+        cost="small gradients flush to zero",
+        fix="use a GradScaler or bfloat16",
     )
     CLIP_SCALED = dict(
-        problem="{clip} runs on gradients still multiplied by the GradScaler's scale factor",
-        cost="the threshold is compared with gradients up to 65536 times too large and nearly every step is clipped",
-        fix="Call scaler.unscale_(optimizer) right before clipping.",
+        problem="{clip} sees GradScaler-scaled gradients",
+        cost="almost every step clips",
+        fix="call scaler.unscale_(optimizer) first",
     )
 
     def visit_call(self, node: nodes.Call) -> None:
