@@ -99,6 +99,33 @@ def test_short_message_is_not_touched() -> None:
     assert fit_message("{name} never zeroed", {"name": "optimizer"}, ("name",)) == "optimizer never zeroed"
 
 
+def _documented_estimate() -> "tuple[list, str]":
+    """The first ``$ tp-estimate ...`` example of docs/estimator.rst: its arguments and output."""
+    text = (DOCS / "estimator.rst").read_text(encoding="utf-8")
+    match = re.search(r"^    \$ tp-estimate (.*)\n((?:    .*\n|\n)+?)\n(?=\S)", text, re.M)
+    assert match, "docs/estimator.rst has no tp-estimate example"
+    output = "\n".join(line[4:] for line in match.group(2).rstrip("\n").split("\n")) + "\n"
+    return match.group(1).split(), output
+
+
+def test_documented_estimate_is_what_the_command_prints(capsys, monkeypatch, tmp_path: Path) -> None:
+    from flake8_torch_preflight.estimator.cli import estimate_main
+
+    monkeypatch.chdir(tmp_path)  # no flake8 config file around: only the command line counts
+    arguments, documented = _documented_estimate()
+    status = estimate_main(arguments)
+    printed = capsys.readouterr().out
+    if os.environ.get("TP_UPDATE_DOCS"):
+        path = DOCS / "estimator.rst"
+        indented = "".join(("    " + line if line.strip() else "\n") if line.endswith("\n") else line
+                           for line in printed.splitlines(keepends=True))
+        old = "".join(("    " + line if line.strip() else "\n") for line in documented.splitlines(keepends=True))
+        path.write_text(path.read_text(encoding="utf-8").replace(old, indented), encoding="utf-8")
+        documented = printed
+    assert status == 0
+    assert printed == documented, "run: TP_UPDATE_DOCS=1 python -m pytest tests/test_docs.py"
+
+
 def test_readme_fits_a_screen_budget_and_links_every_code() -> None:
     text = README.read_text(encoding="utf-8")
     assert len(text) <= 15000, "README.rst is {} characters".format(len(text))
