@@ -425,6 +425,7 @@ TERMS: Tuple[str, ...] = (
     "master_weights",
     "autocast_cache",
     "activations",
+    "logits",
     "kv_cache",
     "optimizer_step",
     "cuda_context",
@@ -439,6 +440,7 @@ TERM_LABELS: Dict[str, str] = {
     "master_weights": "master weights",
     "autocast_cache": "autocast cache",
     "activations": "activations",
+    "logits": "logits",
     "kv_cache": "KV cache",
     "optimizer_step": "optimizer step",
     "cuda_context": "CUDA context",
@@ -519,8 +521,9 @@ class Estimate:
     @property
     def interval_bytes(self) -> Tuple[int, Optional[int]]:
         low = sum(term.low for term in self.terms.values())
-        grads, acts = self.terms["gradients"], self.terms["activations"]
-        low -= int(GRADIENT_ACTIVATION_OVERLAP_LOW_FRACTION * min(grads.low, acts.low))
+        grads = self.terms["gradients"]
+        acts = self.terms["activations"].low + self.terms["logits"].low
+        low -= int(GRADIENT_ACTIVATION_OVERLAP_LOW_FRACTION * min(grads.low, acts))
         highs = [term.high for term in self.terms.values()]
         high = None if any(h is None for h in highs) else sum(h for h in highs if h is not None)
         return max(low, 0), high
@@ -803,18 +806,34 @@ def _logits_bytes_per_position(vocab: int, dt: Mapping[str, int], with_loss: boo
     return total
 
 
+#: Activation parts that are the output head's logits and the loss's copies of them: the
+#: ``logits`` term of the breakdown (INTERFACE.md), priced with the activations' interval.
+LOGIT_PARTS = frozenset({"logits", "mlm_head_and_logits", "evaluation_loss"})
+
+
 @dataclass
 class _Acts:
     point: float = 0.0
     high_extra: float = 0.0
     #: what the low end leaves out of the point (a kernel that may keep less than the one priced)
     low_less: float = 0.0
+    #: the share of ``point`` and ``high_extra`` that is logits (``LOGIT_PARTS``)
+    logits: float = 0.0
+    logits_high_extra: float = 0.0
     parts: Dict[str, int] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
 
     def add(self, name: str, value: float) -> None:
         self.point += value
+        if name in LOGIT_PARTS:
+            self.logits += value
         self.parts[name] = self.parts.get(name, 0) + int(math.ceil(value))
+
+    def widen(self, value: float, logits: bool) -> None:
+        """Raise the high end only (a head or a loss the run may or may not have)."""
+        self.high_extra += value
+        if logits:
+            self.logits_high_extra += value
 
 
 def lora_casts_inputs(run: RunSpec) -> bool:
@@ -953,7 +972,7 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         if run.lm_head:
             acts.add("mlm_head_and_logits", mlm)
         elif run.lm_head is None:
-            acts.high_extra += mlm
+            acts.widen(mlm, logits=True)
             acts.notes.append("encoder head not known: a classification head is priced, the high end "
                               "includes a masked-LM head over the vocabulary (read from the model "
                               "class when the run comes from a script)")
@@ -962,7 +981,7 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
             point_positions = batch * GENERATION_LOGITS_POSITIONS_COUNT
             per = _logits_bytes_per_position(vocab, dt, with_loss=False)
             acts.add("logits", per * point_positions)
-            acts.high_extra += per * (lm_positions - point_positions)
+            acts.widen(per * (lm_positions - point_positions), logits=True)
         else:
             upcast = kind == "decoder"
             per = _logits_bytes_per_position(vocab, dt, with_loss=run.training, upcast=upcast)
@@ -976,7 +995,7 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
                 if run.eval_loss:
                     acts.add("evaluation_loss", loss * lm_positions)
                 else:
-                    acts.high_extra += loss * lm_positions
+                    acts.widen(loss * lm_positions, logits=True)
                     acts.notes.append("the high end includes the loss over the logits (labels passed "
                                       "in evaluation)")
     elif kind in ("decoder", "encoder-decoder") and not vocab:
@@ -991,20 +1010,32 @@ def _finish(acts: _Acts, recompute: List[float], run: RunSpec) -> _Acts:
     return acts
 
 
-def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int], List[str]]:
-    """The activation term, its parts, and what widened its high end (shown as notes)."""
+def _activations(run: RunSpec) -> Tuple[Term, Term, Dict[str, int], List[str]]:
+    """The activation and logits terms, the activations' parts, and what widened the high end
+    (shown as notes)."""
     model = run.model
     if model is None:
-        return _unknown("no model shape (parameter count only)"), {}, []
+        why = "no model shape (parameter count only)"
+        return _unknown(why), _unknown(why), {}, []
     kind, shape = model.kind, model.shape
     if kind == "cnn":
-        return _cnn_activations(run, shape), {}, []
+        # a classifier's logits (batch x classes) are inside the measured per-sample maps
+        return _cnn_activations(run, shape), Term(0, 0, 0, "inside the CNN's measured feature maps"), {}, []
     if kind not in _TRANSFORMER_KINDS:
-        return _unknown(f"no activation model for kind {kind!r}"), {}, []
+        why = f"no activation model for kind {kind!r}"
+        return _unknown(why), _unknown(why), {}, []
     acts, why = _transformer_activations(run, shape, kind)
     if acts is None:
-        return _unknown(why), {}, []
-    point = acts.point
+        return _unknown(why), _unknown(why), {}, []
+    logits = Term(
+        int(math.ceil(acts.logits)),
+        int(acts.logits * ACTIVATIONS_LOW_FRACTION),
+        int(math.ceil((acts.logits + acts.logits_high_extra) * ACTIVATIONS_HIGH_FRACTION)),
+        "the output head's logits and the loss's copies of them" if acts.logits or acts.logits_high_extra
+        else "no output head over a vocabulary",
+    )
+    point = acts.point - acts.logits
+    high_extra = acts.high_extra - acts.logits_high_extra
     if acts.low_less:
         acts.notes.append("T5's learned position bias under SDPA is priced as the math kernel "
                           "(measured on an H200); the low end as a fused kernel")
@@ -1013,10 +1044,10 @@ def _activations(run: RunSpec) -> Tuple[Term, Dict[str, int], List[str]]:
     term = Term(
         int(math.ceil(point)),
         int((point - acts.low_less) * ACTIVATIONS_LOW_FRACTION),
-        int(math.ceil((point + acts.high_extra) * ACTIVATIONS_HIGH_FRACTION)),
+        int(math.ceil((point + high_extra) * ACTIVATIONS_HIGH_FRACTION)),
         note,
     )
-    return term, dict(acts.parts), list(acts.notes)
+    return term, logits, dict(acts.parts), list(acts.notes)
 
 
 def _context(run: RunSpec, gpu: Optional[GpuTarget]) -> Term:
@@ -1234,14 +1265,15 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
                                           AUTOCAST_CACHE_HIGH_FRACTION, why)
 
     # activations
-    activations, parts, widened = _activations(run)
+    activations, logits, parts, widened = _activations(run)
     terms["activations"] = activations
+    terms["logits"] = logits
     notes.extend(f"activations: {why}" for why in widened)
 
     # the optimizer step allocates after activations and autocast copies are freed
     step = terms["optimizer_step"]
     if step.bytes:
-        live = [terms["activations"], terms["autocast_cache"]]
+        live = [terms["activations"], terms["logits"], terms["autocast_cache"]]
         if any(t.bytes is None for t in live):
             terms["optimizer_step"] = _unknown("depends on the unknown activations", high=step.bytes)
         else:

@@ -340,7 +340,7 @@ def _solution_lines(solution: Solution) -> List[str]:
         return lines
     unknown = _unknown_text(solution.before)
     if solution.status == "unknown" and solution.may_fit is not None:
-        lines = [f"cannot tell what fits ({unknown} unknown); the smallest change that may fit:"]
+        lines = [f"cannot tell what fits ({unknown} unknown);", "the smallest change that may fit:"]
         lines.extend(_steps_lines(solution.may_fit))
         lines.append(_after_line(solution.may_fit, usable))
         return lines

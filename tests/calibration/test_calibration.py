@@ -281,9 +281,11 @@ def _model_acts(spec: catalogue.ModelSpec, precision: str, flash: bool, b: int, 
                 **shape: Any) -> Tuple[int, int, float]:
     if shape:
         spec = dataclasses.replace(spec, shape={**spec.shape, **shape})
-    term = costmodel.estimate(_run(spec, precision, flash, b, s, vision)).terms["activations"]
-    assert term.bytes is not None, term.note
-    return term.bytes, term.low, term.high if term.high is not None else math.inf
+    result = costmodel.estimate(_run(spec, precision, flash, b, s, vision))
+    term, logits = result.terms["activations"], result.terms["logits"]  # measured: all the forward saved
+    assert term.bytes is not None and logits.bytes is not None, term.note
+    high = math.inf if term.high is None or logits.high is None else term.high + logits.high
+    return term.bytes + logits.bytes, term.low + logits.low, high
 
 
 def _layer_key(data: Dict[str, Any], head: str) -> str:

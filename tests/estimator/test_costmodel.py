@@ -146,13 +146,15 @@ def test_inference_high_end_includes_an_evaluation_loss() -> None:
     the point prices the head output only, the high end the loss as well."""
     b, s, v = 2, 16, 1000
     run = RunSpec(model=decoder(), batch_size=b, seq_len=s, inference=True, precision="amp")
-    acts = estimate(run).terms["activations"]
+    acts, logits = estimate(run).terms["activations"], estimate(run).terms["logits"]
     loss = (cm.LOGITS_COPIES["fp32_upcast"] + cm.LOGITS_COPIES["log_softmax_fp32"]) * v * 4 * b * s
-    assert abs(acts.high - math.ceil((acts.bytes + loss) * cm.ACTIVATIONS_HIGH_FRACTION)) <= 2  # bytes is ceil'd
+    assert abs(logits.high - math.ceil((logits.bytes + loss) * cm.ACTIVATIONS_HIGH_FRACTION)) <= 2  # ceil'd
+    assert abs(acts.high - math.ceil(acts.bytes * cm.ACTIVATIONS_HIGH_FRACTION)) <= 2  # the loss widens the logits
     training = estimate(run.replace(inference=False)).terms["activations"]
     assert acts.bytes < training.bytes  # the point: no loss, no saved tensors
     known = estimate(run.replace(eval_loss=True))
-    assert known.terms["activations"].bytes == acts.bytes + loss  # read from the script: in the point
+    assert known.terms["logits"].bytes == logits.bytes + loss  # read from the script: in the point
+    assert known.terms["activations"].bytes == acts.bytes
     assert known.activation_parts["evaluation_loss"] == loss
     assert not any("loss over the logits" in note for note in known.notes)
     assert any("loss over the logits" in note for note in estimate(run).notes)
@@ -168,11 +170,13 @@ def test_encoder_masked_lm_head(precision: str, per_hidden: int, per_logit: int)
     runs = {head: RunSpec(model=spec, batch_size=b, seq_len=s, precision=precision, lm_head=head)
             for head in (True, False, None)}
     acts = {head: estimate(run).terms["activations"] for head, run in runs.items()}
+    heads = {head: estimate(run).terms["logits"] for head, run in runs.items()}
     mlm = (per_hidden * h + 8 + per_logit * v) * b * s
-    assert acts[True].bytes - acts[False].bytes == mlm
-    assert acts[None].bytes == acts[False].bytes
-    assert acts[None].high == math.ceil((acts[None].bytes + mlm) * cm.ACTIVATIONS_HIGH_FRACTION)
-    assert acts[False].high == math.ceil(acts[False].bytes * cm.ACTIVATIONS_HIGH_FRACTION)
+    assert heads[True].bytes - heads[False].bytes == mlm and heads[False].bytes == 0
+    assert acts[True].bytes == acts[False].bytes == acts[None].bytes  # the head is in the logits term
+    assert heads[None].bytes == heads[False].bytes
+    assert heads[None].high == math.ceil((heads[None].bytes + mlm) * cm.ACTIVATIONS_HIGH_FRACTION)
+    assert heads[False].high == math.ceil(heads[False].bytes * cm.ACTIVATIONS_HIGH_FRACTION)
     assert "masked-LM head" in acts[None].note and "masked-LM head" not in acts[False].note
     assert any("masked-LM head" in note for note in estimate(runs[None]).notes)  # shown to the user
     assert not any("masked-LM head" in note for note in estimate(runs[True]).notes)
@@ -182,7 +186,7 @@ def test_optimizer_step_is_the_foreach_temporary_beyond_backwards_peak() -> None
     result = estimate(RunSpec(model=decoder(), batch_size=1, seq_len=8, precision="fp32", optimizer="adamw"))
     b = result.breakdown
     temporary = 5_000_000 * 4  # one fp32 copy of exp_avg_sq
-    assert b["optimizer_step"] == max(0, temporary - b["activations"] - b["autocast_cache"])
+    assert b["optimizer_step"] == max(0, temporary - b["activations"] - b["logits"] - b["autocast_cache"])
     assert b["optimizer_step"] > 0
     fused = estimate(RunSpec(model=decoder(), batch_size=1, seq_len=8, optimizer="adamw", fused_optimizer=True))
     assert fused.breakdown["optimizer_step"] == 0
@@ -597,7 +601,7 @@ def test_every_calibration_constant_is_tagged_and_named_with_its_unit() -> None:
     }
     # every upper-case numeric constant of the module lives in the block (the term lists and ZERO
     # are not numbers)
-    assert module_constants - set(constants) == {"TERMS", "TERM_LABELS", "ALLOCATED_TERMS", "ZERO"}
+    assert module_constants - set(constants) == {"TERMS", "TERM_LABELS", "ALLOCATED_TERMS", "ZERO", "LOGIT_PARTS"}
     for name, comment in constants.items():
         assert _TAG.search(comment), f"{name} has no #: PUBLISHED/MEASURED/ASSUMED tag"
         assert _UNIT.search(name), f"{name} does not carry its unit"
