@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .costmodel import TERM_LABELS, TERMS, ZERO, Estimate
 from .run import COMMAND_LINE
-from .solver import Combination, Saving, Solution, steps_text
+from .solver import Combination, Saving, Solution, fits_up_to, steps_text
 
 GIB = 1024**3
 
@@ -138,6 +138,7 @@ def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
             "bf16": gpu.bf16,
         },
         "fits": estimate.fits,
+        "fits_up_to": fits_up_to(estimate),
         "fits_interval": estimate.fits_interval,
         "verdict": estimate.verdict,
         "savings": [_saving_json(s) for s in solution.savings],
@@ -238,6 +239,19 @@ def _savings_lines(solution: Solution) -> List[str]:
     return lines
 
 
+def _fits_up_to_text(estimate: Estimate) -> str:
+    """``micro-batch 37 (at seq 128), seq 2,048 (at micro-batch 4)``, or "" when nothing is known."""
+    reach = fits_up_to(estimate)
+    run = estimate.run
+    size = f"seq {run.seq_len:,}" if run.seq_len else (f"{run.image_size} px" if run.image_size else "")
+    parts = []
+    if reach["batch_size"] is not None:
+        parts.append(f"micro-batch {reach['batch_size']:,}" + (f" (at {size})" if size else ""))
+    if reach["seq_len"] is not None:
+        parts.append(f"seq {reach['seq_len']:,} (at micro-batch {run.batch_size})")
+    return ", ".join(parts)
+
+
 def render_text(estimate: Estimate, solution: Solution) -> str:
     """The report a person reads: terms with bars, peak and interval, verdict, savings."""
     gpu = estimate.gpu
@@ -288,6 +302,9 @@ def render_text(estimate: Estimate, solution: Solution) -> str:
         elif estimate.verdict == "unknown":
             verdict += f" ({_unknown_text(estimate)} unknown)"
         lines.append(f"  {where:<{width}}{gib(usable):>10} GiB  {verdict}")
+        reach = _fits_up_to_text(estimate)
+        if reach:
+            lines.append(f"  {'fits up to':<{width}}{reach}")
     else:
         lines.append(f"  {verdict} (--gpu NAME or --gpu-memory SIZE checks the fit)")
     if solution.savings:

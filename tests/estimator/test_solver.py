@@ -14,6 +14,7 @@ from flake8_torch_preflight.estimator.run import RunSpec
 from flake8_torch_preflight.estimator.solver import (
     DISRUPTION_RANKS,
     candidates,
+    fits_up_to,
     known_saving,
     micro_batch_levels,
     rank_key,
@@ -261,3 +262,32 @@ def test_nothing_fits_on_a_fully_known_run_names_the_changes_that_get_closest() 
     solution = solve(estimate(run, gpu(16)))
     assert solution.lowest is not None and not solution.lowest.partial
     assert re.search(r"even with .+ \(-\d+\.\d GiB\).* the peak is \d+\.\d GiB, over the 16\.0 GiB", solution.message)
+
+
+# ------------------------------------------------------------------------------ fits_up_to
+
+def test_fits_up_to_is_the_largest_batch_and_sequence_whose_point_fits() -> None:
+    run = RunSpec(model=llama(), batch_size=2, seq_len=512, precision="bf16", optimizer="adamw-8bit",
+                  checkpointing=True, flash=True)
+    target = gpu(80)
+    reach = fits_up_to(estimate(run, target))
+    batch, seq = reach["batch_size"], reach["seq_len"]
+    assert batch is not None and batch >= 2 and seq is not None and seq >= 512
+    assert estimate(run.replace(batch_size=batch), target).fits is True
+    assert estimate(run.replace(batch_size=batch + 1), target).fits is False
+    assert estimate(run.replace(seq_len=seq), target).fits is True
+    assert seq == 4096 or estimate(run.replace(seq_len=seq + 1), target).fits is False
+
+
+def test_fits_up_to_stops_at_the_models_positions() -> None:
+    run = RunSpec(model=llama(params=100_000_000, layers=2, hidden=256, ffn=512, vocab=1000, max_positions=2048),
+                  batch_size=1, seq_len=128, precision="bf16", flash=True)
+    assert fits_up_to(estimate(run, gpu(80)))["seq_len"] == 2048
+
+
+def test_fits_up_to_is_zero_when_not_even_one_fits_and_null_without_an_answer() -> None:
+    run = RunSpec(model=llama(), batch_size=4, seq_len=2048, precision="fp32", optimizer="adamw")
+    assert fits_up_to(estimate(run, gpu(16))) == {"batch_size": 0, "seq_len": 0}
+    assert fits_up_to(estimate(run)) == {"batch_size": None, "seq_len": None}  # no GPU
+    unknown = RunSpec(params=1_000_000, batch_size=4, seq_len=128)  # no shape: activations unknown
+    assert fits_up_to(estimate(unknown, gpu(80))) == {"batch_size": None, "seq_len": None}
