@@ -4,9 +4,20 @@
 ``flake8_torch_preflight/stubs``; a ``torch.*`` name without a stub is an import
 error (so it infers as Uninferable).  Other modules are read only from a few
 small standard-library modules (``STDLIB_READ``) and from the checked file's
-own folder tree, at most ``MAX_PROJECT_MODULES`` per file; installed packages,
-parent folders and the rest of the standard library are refused, so results
-never depend on what is installed and a large project is never parsed whole.
+own folder tree, at most ``MAX_PROJECT_MODULES`` per file and none larger than
+``MAX_PROJECT_MODULE_BYTES``; installed packages, parent folders and the rest of
+the standard library are refused, so results never depend on what is installed
+and a large project is never parsed whole.
+
+A file's findings depend only on that file and the project modules it reads, never on the files
+checked before it in the same process (``begin_file`` / ``end_file``):
+
+* the project modules read for a file are dropped from astroid's cache when the file ends, so each
+  file reads them afresh, under its own count of project modules;
+* astroid records an assignment to an attribute (``torch.nn.Linear = MyLinear``, ``t.flag = 1`` on
+  a tensor, ``nn.Module.register_buffer = f``) in the module or class the target infers to, which may
+  be a torch stub or a standard-library module that outlives the file; those records are undone when
+  the file ends (``_guarded_delayed_assattr``).
 
 Nothing here imports torch.  ``install()`` is idempotent and cheap after the
 first call.
@@ -16,10 +27,11 @@ from __future__ import annotations
 import functools
 import os
 from importlib import resources
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from astroid import modutils
 from astroid.builder import AstroidBuilder
+from astroid.exceptions import InferenceError
 from astroid.exceptions import AstroidImportError
 from astroid.manager import AstroidManager
 from astroid.nodes import Module
@@ -62,6 +74,7 @@ STDLIB_READ = frozenset({"builtins", "collections", "_collections_abc", "copy", 
 
 _STUBS: Dict[str, Module] = {}
 _ORIGINAL: Optional[Any] = None
+_ORIGINAL_ASSATTR: Optional[Any] = None
 _THIRD_PARTY_MARKERS = ("site-packages", "dist-packages")
 
 
@@ -98,8 +111,18 @@ def _stub(modname: str) -> Optional[Module]:
 #: before this cap and took 10 s; training scripts that import a model from a sibling file need 1-3.
 MAX_PROJECT_MODULES = 8
 
+#: Project modules larger than this (bytes of source) are not read: inference through a name
+#: imported from one is unknown, and the importing file keeps every other finding.  astroid needs
+#: about 0.3 s and 60 MB per 100 kB of source (a 1.8 MB sibling cost its importer the whole time
+#: budget; a 5 MB one, 1 GB); the largest module of ten training repositories is 331 kB (peft's
+#: tests/test_custom_models.py), most model files are under 200 kB.
+MAX_PROJECT_MODULE_BYTES = 512 * 1024
+
 _project_reads: Set[str] = set()
 _current_dir: str = ""
+#: (dict, attribute name, AssignAttr) for each assignment of the checked file (or a project module
+#: read for it) that astroid recorded in a module or class outside that file; undone by ``end_file``.
+_foreign_assignments: List[Tuple[Dict[str, List[Any]], str, Any]] = []
 
 
 def begin_file(filename: str) -> None:
@@ -114,35 +137,79 @@ def begin_file(filename: str) -> None:
 
 
 def end_file() -> None:
-    """Detach every cached module from the file just checked.
+    """Leave astroid's cache as the next file must find it, whatever this file did.
 
-    astroid's transforms of builtin calls give a result that has no parent the call as its parent:
-    ``getattr(torch, name, torch.cuda)`` infers to the ``torch.cuda`` stub, which then names that
-    call its parent for good.  Its ``root()`` would then be the old file for every later file (and
-    that file would stay in memory); a module has no parent, so the link is cut here."""
-    for module in list(AstroidManager().astroid_cache.values()):
-        if module.parent is not None:
+    * The assignments of this file recorded in modules that outlive it are undone (see
+      ``_guarded_delayed_assattr``).
+    * The project modules read for this file, and the checked module itself, leave the cache:
+      the next file reads the ones it imports afresh (a module built for one file reflects what
+      that file's count of project modules allowed; served to the next file it would make that
+      file's findings depend on the order of the files).  What stays is the torch stubs and the
+      standard-library modules of ``STDLIB_READ``, which depend on nothing else.
+    * Every cached module is detached from the file: astroid's transforms of builtin calls give a
+      result that has no parent the call as its parent (``getattr(torch, name, torch.cuda)`` infers
+      to the ``torch.cuda`` stub, which then names that call its parent for good); its ``root()``
+      would then be the old file for every later file, which would stay in memory."""
+    while _foreign_assignments:
+        iattrs, name, node = _foreign_assignments.pop()
+        values = iattrs.get(name)
+        if values is None:
+            continue
+        kept = [value for value in values if value is not node]
+        if kept:
+            values[:] = kept
+        else:
+            del iattrs[name]
+    cache = AstroidManager().astroid_cache
+    stubs = set(map(id, _STUBS.values()))
+    for modname, module in list(cache.items()):
+        if id(module) not in stubs and not _lasting(modname):
+            del cache[modname]
+        elif module.parent is not None:
             module.parent = None
 
 
-@functools.lru_cache(maxsize=4096)
+def _lasting(modname: str) -> bool:
+    """A module that stays in astroid's cache from file to file: ``builtins`` and the other
+    standard-library modules astroid may read (they depend on nothing a checked file has)."""
+    top = modname.split(".")[0]
+    return top in STDLIB_READ or modutils.is_stdlib_module(top)
+
+
 def _outside_project(modname: str, context_dir: str) -> Optional[bool]:
     """None for the standard-library modules of ``STDLIB_READ``; True when ``modname`` is another
     standard-library module, lives outside the checked file's folder tree (an installed
     distribution, a parent folder) or is not found at all; False for the user's own modules below it."""
+    return _locate(modname, context_dir)[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _locate(modname: str, context_dir: str) -> Tuple[Optional[bool], str]:
+    """(``_outside_project``'s answer, the module's source file for a project module, else "")."""
     top = modname.split(".")[0]
     if modutils.is_stdlib_module(top):
-        return None if top in STDLIB_READ else True
+        return (None if top in STDLIB_READ else True), ""
     try:
         spec = modutils.file_info_from_modpath(
             modname.split("."), context_file=os.path.join(context_dir, "__init__.py") if context_dir else None
         )
     except Exception:  # not found for this file: refused, so that astroid's cache never serves
-        return True  # a same-named module read for a file of another folder
+        return True, ""  # a same-named module read for a file of another folder
     location = getattr(spec, "location", None) or ""
     if not location or not context_dir or any(marker in location for marker in _THIRD_PARTY_MARKERS):
-        return True
-    return not _below(location, context_dir)
+        return True, ""
+    if not _below(location, context_dir):
+        return True, ""
+    if os.path.isdir(location):
+        location = os.path.join(location, "__init__.py")
+    return False, os.path.abspath(location)
+
+
+def _too_large(location: str) -> bool:
+    try:
+        return os.path.getsize(location) > MAX_PROJECT_MODULE_BYTES
+    except OSError:
+        return False
 
 
 def never_read(modname: str) -> bool:
@@ -164,10 +231,10 @@ def project_module(modname: str) -> bool:
 
 
 def _refused(modname: str, context_dir: str) -> bool:
-    outside = _outside_project(modname, context_dir)
+    outside, location = _locate(modname, context_dir)
     if outside is None:
         return False
-    if outside:
+    if outside or _too_large(location):
         return True
     if modname not in _project_reads and len(_project_reads) >= MAX_PROJECT_MODULES:
         return True
@@ -193,9 +260,10 @@ def _guarded_ast_from_module_name(
                 raise AstroidImportError("module {modname} is not read (not stdlib, not a sibling)", modname=modname)
         if _refused(modname, context_dir):
             raise AstroidImportError("module {modname} is not read (not stdlib, not a sibling)", modname=modname)
-        if _outside_project(modname, context_dir) is False:
+        outside, location = _locate(modname, context_dir)
+        if outside is False:
             cached = self.astroid_cache.get(modname)
-            if cached is not None and not _below(getattr(cached, "file", None) or "", context_dir):
+            if cached is not None and os.path.abspath(getattr(cached, "file", None) or "") != location:
                 del self.astroid_cache[modname]  # the same name in another project folder: read this one
             if context_file is None and context_dir:
                 context_file = os.path.join(context_dir, "__init__.py")
@@ -207,13 +275,46 @@ def _below(path: str, folder: str) -> bool:
     return bool(path) and bool(folder) and os.path.abspath(path).startswith(os.path.abspath(folder) + os.sep)
 
 
+def _guarded_delayed_assattr(self: AstroidBuilder, node: Any) -> None:
+    """astroid's ``delayed_assattr`` (run while a module is built: it records ``x.attr = value`` in
+    the locals or instance attributes of what ``x`` infers to), with every record made outside the
+    module being built remembered, so that ``end_file`` can undo it.  Without this, a checked file's
+    ``torch.nn.Linear = MyLinear`` stayed in the shared ``torch.nn`` stub: every later file of the
+    process saw two values for ``nn.Linear`` and lost its TP009, TP006 or TPV001 findings."""
+    assert _ORIGINAL_ASSATTR is not None
+    _ORIGINAL_ASSATTR(self, node)
+    built = node.root()
+    try:
+        targets = list(node.expr.infer())  # astroid's inference cache answers: the same values
+    except (InferenceError, RecursionError):
+        return
+    seen: Set[int] = set()
+    for target in targets:
+        owner = getattr(target, "_proxied", target)
+        for candidate in (owner, target):
+            try:
+                if candidate.root() is built:
+                    continue
+            except Exception:  # Uninferable and other values without a tree
+                continue
+            for attrs in (getattr(candidate, "instance_attrs", None), getattr(candidate, "locals", None)):
+                if isinstance(attrs, dict) and id(attrs) not in seen:
+                    seen.add(id(attrs))
+                    if any(value is node for value in attrs.get(node.attrname, ())):
+                        _foreign_assignments.append((attrs, node.attrname, node))
+
+
 def install() -> None:
-    """Route ``torch*`` imports to the stubs (each built on first use).  Safe to call often."""
-    global _ORIGINAL
+    """Route ``torch*`` imports to the stubs (each built on first use) and keep a checked file's
+    assignments out of the modules that outlive it.  Safe to call often."""
+    global _ORIGINAL, _ORIGINAL_ASSATTR
     manager = AstroidManager()
     if _ORIGINAL is None:
         _ORIGINAL = AstroidManager.ast_from_module_name
         AstroidManager.ast_from_module_name = _guarded_ast_from_module_name  # type: ignore[method-assign]
+    if _ORIGINAL_ASSATTR is None:
+        _ORIGINAL_ASSATTR = AstroidBuilder.delayed_assattr
+        AstroidBuilder.delayed_assattr = _guarded_delayed_assattr  # type: ignore[method-assign]
     for modname, module in _STUBS.items():
         manager.astroid_cache.setdefault(modname, module)
 
