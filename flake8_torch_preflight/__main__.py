@@ -1,4 +1,4 @@
-"""``python -m flake8_torch_preflight``: the VRAM estimator's command line."""
+"""``python -m flake8_torch_preflight``: the command line (``estimate``, ``gpus``, ``models``, ``explain``)."""
 from __future__ import annotations
 
 from .estimator.cli import main

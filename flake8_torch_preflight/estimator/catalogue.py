@@ -121,6 +121,17 @@ _SIZE_FORMS = (
 )
 _COUNT_RE = re.compile(r"^([0-9]+)\s*[x\u00d7*]\s*(.+)$")
 
+#: The largest ``--gpu-memory`` / ``tp-gpu-memory`` accepted: 1 PiB, far above any device, low
+#: enough that every byte count stays exact and finite in a float.
+MAX_SIZE_BYTES = 1024**5
+
+#: The most devices ``<N>x<gpu>`` (times an instance's own count) may name: the range of
+#: ``--world-size`` (run.LIMITS).
+MAX_DEVICES = 10**6
+
+#: Names longer than this are refused without looking for close matches.
+MAX_NAME_CHARS = 200
+
 
 class CatalogueError(ValueError):
     """A name or size that the catalogues cannot resolve. The message is one line."""
@@ -270,6 +281,8 @@ def _suggest(query: str, names: Iterable[Tuple[str, str]]) -> List[str]:
 
 def _unknown(what: str, name: str, matches: Sequence[str], hint: str) -> CatalogueError:
     shown = " ".join(name.split())
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
     if matches:
         return CatalogueError(f"unknown {what} '{shown}'; close matches: {', '.join(matches)}. {hint}")
     return CatalogueError(f"unknown {what} '{shown}'; no close matches. {hint}")
@@ -282,6 +295,8 @@ def find_model(name: str) -> ModelSpec:
     pretrained tag (``resnet50.a1_in1k``), and an unknown organisation in front
     of a known model name (``unsloth/Qwen3-8B``).
     """
+    if len(name) > MAX_NAME_CHARS:
+        raise _unknown("model", name, (), _MODELS_HINT)
     specs, exact, loose = _model_table()
     by_key = {spec.key: spec for spec in specs}
     candidates = list(_model_candidates(name))
@@ -605,15 +620,21 @@ def _lookup_gpu(name: str) -> Optional[GpuTarget]:
 
 def find_gpu(name: str) -> GpuTarget:
     """Resolve a GPU key or alias, a cloud instance, or ``<N>x<gpu>`` (``8xh100-sxm``)."""
+    if len(name) > MAX_NAME_CHARS:
+        raise _unknown("GPU or instance", name, (), _GPUS_HINT)
     target = _lookup_gpu(name)
     if target is not None:
         return target
     match = _COUNT_RE.match(name.strip().lower())
     if match is not None:
-        count = int(match.group(1))
+        digits = match.group(1).lstrip("0") or "0"
+        count = int(digits) if len(digits) <= len(str(MAX_DEVICES)) else MAX_DEVICES + 1
         inner = _lookup_gpu(match.group(2))
         if inner is not None and count < 1:
             raise CatalogueError(f"invalid device count in '{name.strip()}': it must be at least 1")
+        if inner is not None and count * inner.count > MAX_DEVICES:
+            raise CatalogueError(f"invalid device count in '{name.strip()}': it must be at least 1 and at most "
+                                 f"{MAX_DEVICES:,} devices in all")
         if inner is not None:
             gpus = _gpu_table()[0]
             key = inner.gpu_key or inner.key
@@ -631,18 +652,26 @@ def parse_size(text: str) -> int:
 
     Bare numbers, negatives, zero and anything else raise ``CatalogueError``.
     """
-    match = _SIZE_RE.match(text) if isinstance(text, str) else None
+    match = _SIZE_RE.match(text) if isinstance(text, str) and len(text) <= MAX_NAME_CHARS else None
     if match is None:
-        raise CatalogueError(f"invalid size {text!r}; {_SIZE_FORMS}")
+        raise CatalogueError(f"invalid size {_shown(str(text))}; {_SIZE_FORMS}")
     try:
         number = Decimal(match.group(1))
     except InvalidOperation:  # pragma: no cover - the pattern only admits decimals
         raise CatalogueError(f"invalid size {text!r}; {_SIZE_FORMS}") from None
     base = 1024 if match.group(3) else 1000
-    size = int(number * (base ** _SIZE_POWERS[match.group(2).lower()]))
+    scale = base ** _SIZE_POWERS[match.group(2).lower()]
+    if number > Decimal(MAX_SIZE_BYTES) / scale:
+        raise CatalogueError(f"invalid size {_shown(text)}: it must be at most 1 PiB (1024 TiB)")
+    size = int(number * scale)
     if size <= 0:
         raise CatalogueError(f"invalid size {text!r}: it must be more than zero bytes; {_SIZE_FORMS}")
     return size
+
+
+def _shown(text: str) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def gpu_from_memory(size_text: str) -> GpuTarget:

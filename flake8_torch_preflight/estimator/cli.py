@@ -1,18 +1,28 @@
-"""The estimator's command line (INTERFACE.md): ``estimate``, ``gpus`` and ``models``.
+"""The command line (INTERFACE.md): ``estimate``, ``gpus``, ``models`` and ``explain``.
 
 ``python -m flake8_torch_preflight estimate [SCRIPT] [overrides] [--format {text,json}]``;
-the command name may be left out (``tp-estimate --model gpt2 ...``). Exit status: 0 fits or no
-GPU given (or the fit cannot be told), 1 projected not to fit, 2 bad input. Every bad input is
-one line on stderr starting with ``estimate: ``, never a traceback.
+the command name may be left out (``python -m flake8_torch_preflight --model gpt2 ...``), and
+``tp-estimate`` is the ``estimate`` command alone. Run bare, ``python -m flake8_torch_preflight``
+lists the commands. Exit status: 0 fits or no GPU given (or the fit cannot be told), 1 projected
+not to fit, 2 bad input. Every bad input, and any failure, is one line on stderr starting with
+the command's name (``estimate: ``), never a traceback.
+
+Without ``--gpu`` or ``--gpu-memory`` the target comes from ``tp-target-gpu`` /
+``tp-gpu-memory`` in the ``[flake8]`` section of the configuration file flake8 itself would read
+(``setup.cfg``, ``tox.ini`` or ``.flake8``, found from the current directory upward), so the
+estimator and TPV001 check against the same GPU.
 """
 from __future__ import annotations
 
 import argparse
+import configparser
 import importlib
 import json
+import os
 import sys
-from decimal import Decimal, InvalidOperation
-from typing import IO, Any, Dict, List, NoReturn, Optional, Sequence
+import time
+from decimal import Decimal
+from typing import IO, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from .. import __version__
 from .catalogue import (
@@ -27,14 +37,41 @@ from .catalogue import (
 )
 from .costmodel import estimate
 from .report import gib, render_text, to_json
-from .run import COMMAND_LINE, DEFAULT, DEFAULT_LORA_RANK, OPTIMIZERS, PRECISIONS, SHARDINGS, RunSpec, RunSpecError
+from .run import (
+    COMMAND_LINE,
+    DEFAULT,
+    DEFAULT_LORA_RANK,
+    LIMITS,
+    OPTIMIZERS,
+    PRECISIONS,
+    SHARDINGS,
+    RunSpec,
+    RunSpecError,
+    shown_value,
+)
 from .solver import solve
 
-PROG = "estimate"
-EXTRACT_MISSING = "reading a script needs flake8_torch_preflight.estimator.extract"
-_EXTRACT_MODULE = "flake8_torch_preflight.estimator.extract"
-_COMMANDS = ("estimate", "gpus", "models")
+PROG = "python -m flake8_torch_preflight"
+ESTIMATE_PROG = "tp-estimate"
+
+#: The commands and their one-line descriptions (the bare command prints them).
+COMMANDS: Tuple[Tuple[str, str], ...] = (
+    ("estimate", "project a training run's peak GPU memory, from a script or flags (also: tp-estimate)"),
+    ("gpus", "list the known GPUs and cloud instances"),
+    ("models", "list the model catalogue"),
+    ("explain", "print a code's full explanation: explain TP001"),
+)
+_COMMAND_NAMES = tuple(name for name, _ in COMMANDS)
 _COUNT_SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+
+#: The flake8 options (``[flake8]`` keys, flake8 also accepts underscores) that name the target.
+TARGET_OPTION = "tp-target-gpu"
+MEMORY_OPTION = "tp-gpu-memory"
+
+#: The files flake8 looks for in each directory, in its order.
+FLAKE8_CONFIG_FILES = ("setup.cfg", "tox.ini", ".flake8")
+
+_EXTRACT = "flake8_torch_preflight.estimator.extract"
 
 
 class _Exit(Exception):
@@ -56,47 +93,65 @@ class _Parser(argparse.ArgumentParser):
         raise _Exit(status)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+# ------------------------------------------------------------------------------ numbers
+
+
+def _bounded(name: str) -> Callable[[str], int]:
+    """The argparse type of an integer option whose range is ``run.LIMITS[name]``."""
+    low, high = LIMITS[name]
+
+    def parse(text: str) -> int:
+        raw = text.strip()
+        try:
+            value: Optional[int] = int(raw, 10) if len(raw) <= 100 else None
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be a positive integer up to {high:,}, got {shown_value(text)}")
+        return value
+
+    parse.__name__ = name  # argparse names the type in some messages
+    return parse
 
 
 def _count(text: str) -> int:
     """A parameter count: ``124439808``, ``7b``, ``1.3B``, ``350M``, ``7e9``."""
+    high = LIMITS["params"][1]
     raw = text.strip().lower().replace("_", "").replace(",", "")
     scale = 1
     if raw and raw[-1] in _COUNT_SUFFIXES:
         raw, scale = raw[:-1], _COUNT_SUFFIXES[raw[-1]]
+    value = 0
     try:
-        number = Decimal(raw)
-    except InvalidOperation:
-        number = Decimal(0)
-    value = int(number * scale) if number.is_finite() else 0
-    if value <= 0 or not raw:
-        raise argparse.ArgumentTypeError(f"must be a positive parameter count such as 124439808 or 7b, got {text!r}")
+        number = Decimal(raw) if 0 < len(raw) <= 100 else Decimal(0)
+        if number.is_finite() and number <= Decimal(high) / scale:
+            value = int(number * scale)
+    except ArithmeticError:  # decimal.InvalidOperation and the like: not a number
+        value = 0
+    if not 1 <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be a parameter count from 1 to {high:,} such as 124439808 or 7b, "
+                                         f"got {shown_value(text)}")
     return value
 
 
-def _build_parser() -> _Parser:
-    parser = _Parser(prog="python -m flake8_torch_preflight", description="Static VRAM estimate for a PyTorch run.")
-    parser.add_argument("--version", action="version", version=f"flake8-torch-preflight {__version__}")
-    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
-    est = commands.add_parser("estimate", help="project the peak GPU memory of a run",
-                              description="Project the peak GPU memory of a run, per device.")
+# ------------------------------------------------------------------------------ parsers
+
+
+def _add_estimate_arguments(est: argparse.ArgumentParser) -> None:
+    est.add_argument("--version", action="version", version=f"flake8-torch-preflight {__version__}")
     est.add_argument("script", nargs="?", metavar="SCRIPT", help="training script to read the run from")
     est.add_argument("--model", metavar="NAME",
                      help="catalogue name or Hugging Face id (gpt2, meta-llama/Llama-2-7b-hf)")
     est.add_argument("--params", type=_count, metavar="N", help="parameter count, for models outside the catalogue")
-    est.add_argument("--gpu", metavar="NAME", help="GPU or cloud instance (t4, a100-80gb, 8xh100-80gb, p4d.24xlarge)")
+    est.add_argument("--gpu", metavar="NAME",
+                     help="GPU or cloud instance (t4, a100-80gb, 8xh100-80gb, p4d.24xlarge); without it and "
+                          "--gpu-memory, tp-target-gpu / tp-gpu-memory of the flake8 configuration")
     est.add_argument("--gpu-memory", metavar="SIZE", help="explicit capacity for unlisted hardware, e.g. 48GiB")
-    est.add_argument("--batch-size", type=_positive, metavar="N", help="micro-batch size per device")
-    est.add_argument("--seq-len", type=_positive, metavar="N", help="sequence length (prompt length when generating)")
-    est.add_argument("--image-size", type=_positive, metavar="N", help="image side in pixels (image models)")
+    est.add_argument("--batch-size", type=_bounded("batch_size"), metavar="N", help="micro-batch size per device")
+    est.add_argument("--seq-len", type=_bounded("seq_len"), metavar="N",
+                     help="sequence length (prompt length when generating)")
+    est.add_argument("--image-size", type=_bounded("image_size"), metavar="N",
+                     help="image side in pixels (image models)")
     est.add_argument("--precision", choices=PRECISIONS,
                      help="amp = autocast with fp32 weights; fp16/bf16 = half weights")
     est.add_argument("--optimizer", choices=OPTIMIZERS)
@@ -108,22 +163,61 @@ def _build_parser() -> _Parser:
                      help="forward passes under no_grad only")
     est.add_argument("--generate", dest="generation", action=argparse.BooleanOptionalAction, default=None,
                      help="autoregressive generation with a KV cache")
-    est.add_argument("--max-new-tokens", type=_positive, metavar="N", help="tokens generated per sequence")
-    est.add_argument("--grad-accum", dest="grad_accum_steps", type=_positive, metavar="N",
+    est.add_argument("--max-new-tokens", type=_bounded("max_new_tokens"), metavar="N",
+                     help="tokens generated per sequence")
+    est.add_argument("--grad-accum", dest="grad_accum_steps", type=_bounded("grad_accum_steps"), metavar="N",
                      help="gradient accumulation steps")
-    est.add_argument("--world-size", type=_positive, metavar="N", help="number of data-parallel processes")
+    est.add_argument("--world-size", type=_bounded("world_size"), metavar="N",
+                     help="number of data-parallel processes")
     est.add_argument("--sharding", choices=SHARDINGS)
     est.add_argument("--offload-optimizer", action=argparse.BooleanOptionalAction, default=None,
                      help="optimizer state (and master weights) in host memory")
     est.add_argument("--fused-optimizer", action=argparse.BooleanOptionalAction, default=None,
                      help="single-kernel optimizer step (fused=True), no foreach temporaries")
-    est.add_argument("--lora", type=_positive, nargs="?", const=DEFAULT_LORA_RANK, metavar="RANK",
+    est.add_argument("--lora", type=_bounded("lora_rank"), nargs="?", const=DEFAULT_LORA_RANK, metavar="RANK",
                      help=f"LoRA adapters on every linear layer (rank {DEFAULT_LORA_RANK} when not given)")
     est.add_argument("--format", choices=("text", "json"), default="text")
-    for name, helptext in (("gpus", "list known GPUs and cloud instances"), ("models", "list known models")):
-        listing = commands.add_parser(name, help=helptext, description=helptext)
+
+
+_ESTIMATE_DESCRIPTION = "Project the peak GPU memory of a run, per device."
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(prog=PROG, description="flake8-torch-preflight's command line: the VRAM estimator, "
+                                            "its catalogues, and the long form of each code.")
+    parser.add_argument("--version", action="version", version=f"flake8-torch-preflight {__version__}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    helps = dict(COMMANDS)
+    est = commands.add_parser("estimate", help=helps["estimate"], description=_ESTIMATE_DESCRIPTION)
+    _add_estimate_arguments(est)
+    for name in ("gpus", "models"):
+        listing = commands.add_parser(name, help=helps[name], description=helps[name])
         listing.add_argument("--format", choices=("text", "json"), default="text")
+    explain = commands.add_parser("explain", help=helps["explain"],
+                                  description="Print a code's full explanation: what it catches, why it costs, "
+                                              "a bad and a good example, what it leaves alone, how to silence it.")
+    explain.add_argument("code", metavar="CODE", help="a code such as TP001 or TPV001")
     return parser
+
+
+def _build_estimate_parser() -> _Parser:
+    """``tp-estimate``: the ``estimate`` command under its own name."""
+    parser = _Parser(prog=ESTIMATE_PROG, description=_ESTIMATE_DESCRIPTION)
+    _add_estimate_arguments(parser)
+    parser.set_defaults(command="estimate")
+    return parser
+
+
+def overview() -> str:
+    """What the bare command prints: the commands, one line each."""
+    width = max(len(name) for name in _COMMAND_NAMES)
+    lines = [f"usage: {PROG} COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS]
+    lines += ["", f"{PROG} COMMAND --help shows a command's options; --version prints the version."]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------ helpers
 
 
 def _one_line(message: str) -> str:
@@ -134,23 +228,39 @@ def _fail(message: str) -> NoReturn:
     raise _Exit(2, message)
 
 
+def _write(stream: IO[str], text: str) -> None:
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        plain = text.replace("█", "#").replace("–", "-").replace("≥ ", ">= ")
+        stream.write(plain.encode(encoding, "replace").decode(encoding))
+
+
+# ------------------------------------------------------------------------------ the script
+
+
 def _read_script(path: str) -> RunSpec:
+    """The run SCRIPT describes, read under the linter's per-file CPU budget."""
+    extract = importlib.import_module(_EXTRACT)
+    from ..analysis.walker import BudgetExceeded
+    from ..engine import BUDGET_SECONDS, _time_budget
+
+    too_slow = (f"{path}: reading the run took more than {BUDGET_SECONDS:g} s of CPU time "
+                "(the linter's per-file budget) and was stopped; give the run as flags instead")
+    deadline = time.process_time() + BUDGET_SECONDS
     try:
-        extract = importlib.import_module(_EXTRACT_MODULE)  # filled in by a later issue
-    except ModuleNotFoundError as err:
-        if err.name in (_EXTRACT_MODULE, None):
-            _fail(EXTRACT_MISSING)
-        raise
-    read_run = getattr(extract, "read_run", None)
-    if read_run is None:
-        _fail(EXTRACT_MISSING)
-    try:
-        run = read_run(path)
+        with _time_budget(BUDGET_SECONDS):
+            run = extract.read_run(path)
+    except BudgetExceeded:
+        _fail(too_slow)
     except (CatalogueError, RunSpecError) as err:
         _fail(f"{path}: {err}")
     except OSError as err:
         _fail(f"cannot read {path}: {err.strerror or err}")
     except Exception as err:  # the script reader must never print a traceback
+        if time.process_time() >= deadline:  # the budget's signal arrived inside C code
+            _fail(too_slow)
         _fail(f"cannot read {path}: {type(err).__name__}: {err}")
     if not isinstance(run, RunSpec):
         _fail(f"cannot read {path}: the reader returned {type(run).__name__}, not a RunSpec")
@@ -204,28 +314,120 @@ def build_run(args: argparse.Namespace) -> RunSpec:
     return run.replace(sources=sources).with_native_image_size()
 
 
-def _target(args: argparse.Namespace) -> Optional[GpuTarget]:
+# ------------------------------------------------------------------------------ the target
+
+
+def find_flake8_config(start: str) -> Optional[str]:
+    """The configuration file flake8 reads when run in ``start``: from ``start`` upward (stopping
+    below the home directory), the first ``setup.cfg``, ``tox.ini`` or ``.flake8`` that has a
+    ``[flake8]`` (or ``[flake8:local-plugins]``) section; None when there is none.
+
+    flake8 has no public function for this; its own (``flake8.options.config._find_config_file``,
+    flake8 5 to 7) is used when present, else ``_find_config_file`` below, the same rule."""
+    finder = None
+    try:
+        from flake8.options import config as flake8_config
+
+        finder = getattr(flake8_config, "_find_config_file", None)
+    except ImportError:  # pragma: no cover - flake8 is a dependency
+        finder = None
+    if callable(finder):
+        try:
+            found = finder(start)
+        except Exception:  # its signature or behaviour changed: use the same rule here
+            found = _find_config_file(start)
+        return None if found is None else str(found)
+    return _find_config_file(start)
+
+
+def _find_config_file(path: str) -> Optional[str]:
+    """flake8's discovery rule (``flake8.options.config._find_config_file`` of flake8 5 to 7)."""
+
+    def key(folder: str) -> Tuple[int, int]:
+        info = os.stat(folder)
+        return info.st_ino, info.st_dev
+
+    home = os.path.expanduser("~")
+    try:
+        home_key: Optional[Tuple[int, int]] = key(home) if home != "~" else None
+    except OSError:
+        home_key = None
+    folder_key = key(path)
+    while True:
+        for candidate in FLAKE8_CONFIG_FILES:
+            parser = configparser.RawConfigParser()
+            config_path = os.path.join(path, candidate)
+            try:
+                parser.read(config_path, encoding="UTF-8")
+            except (UnicodeDecodeError, configparser.ParsingError):
+                continue  # flake8 ignores an unparseable file (with a warning) and goes on
+            if "flake8" in parser or "flake8:local-plugins" in parser:
+                return config_path
+        parent = os.path.dirname(path)
+        parent_key = key(parent)
+        if parent_key == folder_key or parent_key == home_key:
+            return None
+        path, folder_key = parent, parent_key
+
+
+def _display_path(path: str) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+    return path if relative.split(os.sep)[:3] == [os.pardir] * 3 else relative  # far up: the whole path
+
+
+def configured_target(start: Optional[str] = None) -> Tuple[Optional[GpuTarget], Optional[str]]:
+    """The target ``tp-gpu-memory`` or ``tp-target-gpu`` name in flake8's configuration, and
+    where (``setup.cfg [flake8] tp-target-gpu``); ``(None, None)`` when neither is set. Both set:
+    ``tp-gpu-memory`` wins, as it does for TPV001. A value that names no GPU, or no size, is bad
+    input (exit status 2)."""
+    path = find_flake8_config(os.path.abspath(start or os.curdir))
+    if path is None:
+        return None, None
+    shown = _display_path(path)
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path, encoding="UTF-8")
+    except (OSError, UnicodeDecodeError, configparser.Error) as err:
+        _fail(f"cannot read {shown}: {err}")
+    if not parser.has_section("flake8"):
+        return None, None
+    values: Dict[str, Tuple[str, str]] = {}
+    for key, value in parser.items("flake8"):  # file order; a later spelling wins, as in flake8
+        normal = key.replace("_", "-")
+        if normal in (TARGET_OPTION, MEMORY_OPTION):
+            values[normal] = (key, " ".join(str(value).split()))
+    for option, resolve in ((MEMORY_OPTION, gpu_from_memory), (TARGET_OPTION, find_gpu)):
+        spelling, text = values.get(option, ("", ""))
+        if not text:
+            continue  # unset or empty, as flake8's option is then
+        where = f"{shown} [flake8] {spelling}"
+        try:
+            return resolve(text), where
+        except CatalogueError as err:
+            _fail(f"{where}: {err}")
+    return None, None
+
+
+def _target(args: argparse.Namespace) -> Tuple[Optional[GpuTarget], Optional[str]]:
+    """The target GPU and, when it comes from flake8's configuration, where."""
     if args.gpu is not None and args.gpu_memory is not None:
         _fail("give --gpu or --gpu-memory, not both")
     if args.gpu is not None:
-        return find_gpu(args.gpu)
+        return find_gpu(args.gpu), None
     if args.gpu_memory is not None:
-        return gpu_from_memory(args.gpu_memory)
-    return None
+        return gpu_from_memory(args.gpu_memory), None
+    return configured_target()
 
 
-def _write(stream: IO[str], text: str) -> None:
-    try:
-        stream.write(text)
-    except UnicodeEncodeError:
-        encoding = getattr(stream, "encoding", None) or "ascii"
-        plain = text.replace("█", "#").replace("–", "-").replace("≥ ", ">= ")
-        stream.write(plain.encode(encoding, "replace").decode(encoding))
+# ------------------------------------------------------------------------------ commands
 
 
 def _estimate(args: argparse.Namespace) -> int:
     run = build_run(args)
-    gpu = _target(args)
+    gpu, origin = _target(args)
     if run.model is None and run.params is None:
         _fail("no model: give --model NAME (a catalogue name or Hugging Face id) or --params N")
     if run.sharding != "none" and "world_size" not in run.sources and gpu is not None and gpu.count > 1:
@@ -234,9 +436,17 @@ def _estimate(args: argparse.Namespace) -> int:
     result = estimate(run, gpu)
     solution = solve(result)
     if args.format == "json":
-        _write(sys.stdout, json.dumps(to_json(result, solution), indent=2) + "\n")
+        payload = to_json(result, solution)
+        if origin is not None:
+            payload["config"]["sources"]["gpu"] = origin
+        text = json.dumps(payload, indent=2) + "\n"
     else:
-        _write(sys.stdout, render_text(result, solution))
+        text = render_text(result, solution)
+        if origin is not None and gpu is not None:
+            body = text.rstrip("\n")
+            gap = "\n" if body.rsplit("\n", 1)[-1].startswith("note: ") else "\n\n"
+            text = f"{body}{gap}note: GPU {gpu.key} from {origin} (--gpu or --gpu-memory overrides it)\n"
+    _write(sys.stdout, text)
     return 1 if result.fits is False else 0
 
 
@@ -292,30 +502,61 @@ def _models(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command line; returns the exit status (0 fits, 1 does not fit, 2 bad input)."""
-    arguments: List[str] = list(sys.argv[1:] if argv is None else argv)
-    if not arguments or (arguments[0] not in _COMMANDS and arguments[0] not in ("-h", "--help", "--version")):
-        arguments.insert(0, "estimate")
+def _explain(args: argparse.Namespace) -> int:
+    from ..explain import UnknownCode, render
+
+    code = str(args.code)
+    if len(code) > 40:
+        _fail(f"unknown code {shown_value(code)}")
     try:
-        args = _build_parser().parse_args(arguments)
-        if args.command == "gpus":
-            return _gpus(args)
-        if args.command == "models":
-            return _models(args)
-        return _estimate(args)
+        text = render(code)
+    except UnknownCode as err:
+        _fail(str(err))
+    _write(sys.stdout, text)
+    return 0
+
+
+_HANDLERS: Dict[str, Callable[[argparse.Namespace], int]] = {
+    "estimate": _estimate,
+    "gpus": _gpus,
+    "models": _models,
+    "explain": _explain,
+}
+
+
+def _run(parser: _Parser, arguments: List[str], prefix: str) -> int:
+    """Parse and dispatch; every failure is one line on stderr starting with ``prefix: ``."""
+    try:
+        args = parser.parse_args(arguments)
+        return _HANDLERS[args.command or "estimate"](args)
     except _Exit as done:
         if done.message:
-            sys.stderr.write(f"{PROG}: {_one_line(done.message)}\n")
+            sys.stderr.write(f"{prefix}: {_one_line(done.message)}\n")
         return done.status
     except (CatalogueError, RunSpecError) as err:
-        sys.stderr.write(f"{PROG}: {_one_line(str(err))}\n")
+        sys.stderr.write(f"{prefix}: {_one_line(str(err))}\n")
+        return 2
+    except Exception as err:  # a bug: still one line and status 2, never a traceback
+        detail = _one_line(f"{type(err).__name__}: {err}")
+        sys.stderr.write(f"{prefix}: internal error, please report it: {detail}"[:500] + "\n")
         return 2
 
 
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status (0 fits, 1 does not fit, 2 bad input)."""
+    arguments: List[str] = list(sys.argv[1:] if argv is None else argv)
+    if not arguments:
+        _write(sys.stdout, overview())
+        return 0
+    if arguments[0] not in _COMMAND_NAMES and arguments[0] not in ("-h", "--help", "--version"):
+        arguments.insert(0, "estimate")
+    prefix = arguments[0] if arguments[0] in _COMMAND_NAMES else "flake8_torch_preflight"
+    return _run(_build_parser(), arguments, prefix)
+
+
 def estimate_main(argv: Optional[Sequence[str]] = None) -> int:
-    """The ``tp-estimate`` console script: the ``estimate`` command alone."""
+    """The ``tp-estimate`` console script: the ``estimate`` command alone, under its own name."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["estimate"]:
         arguments = arguments[1:]
-    return main(["estimate"] + arguments)
+    return _run(_build_estimate_parser(), arguments, "estimate")

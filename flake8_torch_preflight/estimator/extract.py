@@ -51,9 +51,12 @@ Where a name-based fallback is used it says so.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
+import stat
+import tokenize
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
@@ -169,14 +172,63 @@ class RunReading:
     on_gpu: Optional[bool] = None
 
 
+#: The largest script ``read_run`` reads. Training scripts are tens of kilobytes; building the
+#: astroid tree costs a couple of hundred times a file's size in memory (a 20 MB file took 4.7 GB).
+MAX_SCRIPT_BYTES = 1024 * 1024
+MAX_SCRIPT_TEXT = "1 MiB"
+
+
+def read_source(path: str) -> str:
+    """A script's text, decoded the way Python and flake8 decode it (a UTF-8 BOM or a
+    ``# -*- coding: ... -*-`` line decides; ``tokenize.detect_encoding``), newlines normalised.
+
+    Refuses with ``RunSpecError`` what is not a regular file (checked with ``os.stat`` before
+    opening: opening a FIFO blocks until a writer comes, a device may never end) and files over
+    ``MAX_SCRIPT_BYTES``; at most that many bytes are ever read. ``OSError`` when it cannot be
+    opened."""
+    info = os.stat(path)
+    _check_file(info.st_mode, info.st_size)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(path, flags)
+    with os.fdopen(descriptor, "rb") as handle:
+        opened = os.fstat(handle.fileno())  # the file opened is the one that was checked
+        _check_file(opened.st_mode, opened.st_size)
+        data = handle.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:  # it grew, or its size was not known (/proc)
+        raise RunSpecError(f"is over the {MAX_SCRIPT_TEXT} a script may have")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as err:  # an unknown encoding, or a coding line that contradicts the BOM
+        raise RunSpecError(f"cannot decode: {' '.join(str(err).split())}") from None
+    try:
+        return io.TextIOWrapper(io.BytesIO(data), encoding, line_buffering=True).read()
+    except (UnicodeDecodeError, LookupError) as err:
+        raise RunSpecError(f"cannot decode as {encoding}: {' '.join(str(err).split())}") from None
+
+
+def _check_file(mode: int, size: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise RunSpecError("is a directory, not a script")
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+        raise RunSpecError(f"is not a regular file ({kind}); give a script file")
+    if size > MAX_SCRIPT_BYTES:
+        raise RunSpecError(f"is {size:,} bytes, over the {MAX_SCRIPT_TEXT} a script may have")
+
+
 def read_run(path: str) -> RunSpec:
-    """The run a training script describes (``estimate SCRIPT``)."""
-    with open(path, encoding="utf-8") as handle:
-        source = handle.read()
+    """The run a training script describes (``estimate SCRIPT``); see ``read_source``."""
+    source = read_source(path)
     try:
         module = build_module(source, path)
     except AstroidSyntaxError as err:
-        raise RunSpecError(f"not valid Python: {' '.join(str(err).split())}") from None
+        cause = getattr(err, "error", None)  # the SyntaxError, without astroid's module name
+        if isinstance(cause, SyntaxError) and cause.msg:
+            text = f"{cause.msg} (line {cause.lineno})" if cause.lineno else str(cause.msg)
+        else:
+            text = str(err)
+        raise RunSpecError(f"not valid Python: {' '.join(text.split())}") from None
     except RecursionError:
         raise RunSpecError("an expression is too deeply nested to read") from None
     return run_from_module(module, path)

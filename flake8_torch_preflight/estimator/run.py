@@ -52,6 +52,36 @@ NATIVE_IMAGE_SOURCE = "default (native {})"
 #: Model kinds that take an image size.
 IMAGE_KINDS: Tuple[str, ...] = ("cnn", "vision-transformer")
 
+#: The inclusive range of each numeric field: wide enough for any run a GPU cluster can hold
+#: (two orders of magnitude past the largest published ones), narrow enough that every byte count
+#: the cost model derives stays far inside a float (a value of 10**300 overflowed it) and every
+#: loop over a value's halvings stays short. The command line and ``check`` both refuse a value
+#: outside its range, naming the range.
+LIMITS: Dict[str, Tuple[int, int]] = {
+    "params": (1, 10**15),
+    "batch_size": (1, 10**6),
+    "seq_len": (1, 10**7),
+    "image_size": (1, 10**5),
+    "max_new_tokens": (1, 10**7),
+    "grad_accum_steps": (1, 10**6),
+    "world_size": (1, 10**6),
+    "lora_rank": (1, 10**5),
+}
+
+#: Digits beyond which a value is described by its length rather than printed.
+_SHOWN_DIGITS = 24
+
+
+def shown_value(value: Any) -> str:
+    """A value for a one-line message: huge integers by their length, long text cut short."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = len(str(abs(value))) if abs(value) < 10**4000 else None
+        if digits is None or digits > _SHOWN_DIGITS:
+            return f"{'-' if value < 0 else ''}a number of {digits or 'over 4000'} digits"
+        return f"{value:,}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
 
 class RunSpecError(ValueError):
     """A run description that cannot be priced; the message is one line."""
@@ -156,18 +186,20 @@ class RunSpec:
         return not (self.inference or self.generation)
 
     def check(self) -> None:
-        """Raise ``RunSpecError`` (one line) for values no run can have."""
-        for name in ("batch_size", "seq_len", "image_size", "max_new_tokens", "params"):
+        """Raise ``RunSpecError`` (one line) for values no run can have, or outside ``LIMITS``;
+        the message names the range and, for a value read from a script, where it was read."""
+        for name, (low, high) in LIMITS.items():
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value <= 0):
-                raise RunSpecError(f"{name.replace('_', '-')} must be a positive integer, got {value!r}")
-        for name in ("grad_accum_steps", "world_size", "lora_rank"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise RunSpecError(f"{name.replace('_', '-')} must be a positive integer, got {value!r}")
+            if value is None and name not in ("grad_accum_steps", "world_size", "lora_rank"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                where = self.sources.get(name)
+                origin = f" ({where})" if where not in (None, COMMAND_LINE, DEFAULT) else ""
+                raise RunSpecError(f"{name.replace('_', '-')} must be a positive integer up to {high:,}, "
+                                   f"got {shown_value(value)}{origin}")
         if self.precision not in PRECISIONS:
-            raise RunSpecError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+            raise RunSpecError(f"precision must be one of {', '.join(PRECISIONS)}, got {shown_value(self.precision)}")
         if self.optimizer not in OPTIMIZERS:
-            raise RunSpecError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+            raise RunSpecError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {shown_value(self.optimizer)}")
         if self.sharding not in SHARDINGS:
-            raise RunSpecError(f"sharding must be one of {', '.join(SHARDINGS)}, got {self.sharding!r}")
+            raise RunSpecError(f"sharding must be one of {', '.join(SHARDINGS)}, got {shown_value(self.sharding)}")

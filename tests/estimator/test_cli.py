@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
-import types
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from flake8_torch_preflight.estimator import cli
+from flake8_torch_preflight.estimator import cli, extract
 from flake8_torch_preflight.estimator.catalogue import find_gpu, find_model
 from flake8_torch_preflight.estimator.costmodel import TERMS, estimate
 from flake8_torch_preflight.estimator.report import one_line
@@ -83,15 +83,16 @@ BAD_INPUT = [
     (["estimate", "--model", "gpt2", "--gpu", "t5"], "estimate: unknown GPU or instance 't5'"),
     (["estimate", "--model", "gpt2", "--gpu-memory", "48"], "estimate: invalid size '48'"),
     (["estimate", "--model", "gpt2", "--batch-size", "0"],
-     "estimate: argument --batch-size: must be a positive integer, got '0'"),
+     "estimate: argument --batch-size: must be a positive integer up to 1,000,000, got '0'"),
     (["estimate", "--model", "gpt2", "--batch-size", "-3"],
-     "estimate: argument --batch-size: must be a positive integer, got '-3'"),
+     "estimate: argument --batch-size: must be a positive integer up to 1,000,000, got '-3'"),
     (["estimate", "--model", "gpt2", "--seq-len", "abc"],
-     "estimate: argument --seq-len: must be a positive integer, got 'abc'"),
+     "estimate: argument --seq-len: must be a positive integer up to 10,000,000, got 'abc'"),
     (["estimate", "--batch-size", "4"],
      "estimate: no model: give --model NAME (a catalogue name or Hugging Face id) or --params N"),
     (["estimate", "--params", "seven"],
-     "estimate: argument --params: must be a positive parameter count such as 124439808 or 7b, got 'seven'"),
+     "estimate: argument --params: must be a parameter count from 1 to 1,000,000,000,000,000 such as 124439808 or 7b, "
+     "got 'seven'"),
     (["estimate", "--model", "gpt2", "--precision", "fp8"], "estimate: argument --precision: invalid choice: 'fp8'"),
     (["estimate", "--model", "gpt2", "--bogus"], "estimate: unrecognized arguments: --bogus"),
     (["estimate", "--model", "gpt2", "--gpu", "t4", "--gpu-memory", "16GiB"],
@@ -109,25 +110,15 @@ def test_bad_input_is_one_line_and_exit_2(argv: List[str], message: str, capsys:
     assert "Traceback" not in err
 
 
-def test_script_needs_the_extract_module(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(sys.modules, "flake8_torch_preflight.estimator.extract", None)  # import fails
-    status, _, err = run_cli(["estimate", "train.py", "--model", "gpt2"], capsys)
-    assert status == 2
-    assert err == "estimate: reading a script needs flake8_torch_preflight.estimator.extract\n"
-
-
 def test_script_values_with_command_line_overrides(monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    fake = types.ModuleType("flake8_torch_preflight.estimator.extract")
-
     def read_run(path: str) -> RunSpec:
         assert path == "train.py"
         return RunSpec(model=find_model("gpt2"), batch_size=32, seq_len=512, precision="amp",
                        sources={"model": "train.py:3", "batch_size": "train.py:12", "seq_len": "train.py:13",
                                 "precision": "train.py:20"})
 
-    fake.read_run = read_run  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "flake8_torch_preflight.estimator.extract", fake)
+    monkeypatch.setattr(extract, "read_run", read_run)
     status, data = run_json(["estimate", "train.py", "--batch-size", "4"], capsys)
     assert status == 0
     config = data["config"]
@@ -139,15 +130,19 @@ def test_script_values_with_command_line_overrides(monkeypatch: pytest.MonkeyPat
 
 def test_script_reader_errors_are_one_line(monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    fake = types.ModuleType("flake8_torch_preflight.estimator.extract")
-
     def read_run(path: str) -> RunSpec:
         raise OSError(2, "No such file or directory")
 
-    fake.read_run = read_run  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "flake8_torch_preflight.estimator.extract", fake)
+    monkeypatch.setattr(extract, "read_run", read_run)
     status, _, err = run_cli(["estimate", "missing.py"], capsys)
     assert (status, err) == (2, "estimate: cannot read missing.py: No such file or directory\n")
+
+    def broken(path: str) -> RunSpec:
+        raise KeyError("a bug in the reader")
+
+    monkeypatch.setattr(extract, "read_run", broken)
+    status, out, err = run_cli(["estimate", "train.py", "--format", "json"], capsys)
+    assert (status, out, err) == (2, "", "estimate: cannot read train.py: KeyError: 'a bug in the reader'\n")
 
 
 # ---------------------------------------------------------------------------------- JSON
@@ -261,9 +256,7 @@ def test_nothing_on_one_device_fits_names_the_closest_changes(capsys: pytest.Cap
 
 
 def _fake_script(monkeypatch: pytest.MonkeyPatch, run: RunSpec) -> None:
-    fake = types.ModuleType("flake8_torch_preflight.estimator.extract")
-    fake.read_run = lambda path: run  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "flake8_torch_preflight.estimator.extract", fake)
+    monkeypatch.setattr(extract, "read_run", lambda path: run)
 
 
 def test_a_hand_written_model_is_named_by_its_label(monkeypatch: pytest.MonkeyPatch,
@@ -391,3 +384,195 @@ def test_python_dash_m_runs_without_a_traceback() -> None:
                           cwd=str(ROOT), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.startswith("estimate: unknown model 'nope'") and done.stderr.count("\n") == 1
+
+
+# ----------------------------------------------------------------- the top-level command
+
+
+def test_bare_command_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_cli([], capsys)
+    assert (status, err) == (0, "")
+    assert out == cli.overview()
+    lines = out.splitlines()
+    assert lines[0] == "usage: python -m flake8_torch_preflight COMMAND [options]"
+    listed = [line.split()[0] for line in lines if line.startswith("  ")]
+    assert listed == ["estimate", "gpus", "models", "explain"]  # one line each
+    assert "no model" not in out
+
+
+def test_bare_command_in_a_real_process() -> None:
+    done = subprocess.run([sys.executable, "-m", "flake8_torch_preflight"], cwd=str(ROOT), capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == cli.overview()
+
+
+def test_explain_prints_the_long_form(capsys: pytest.CaptureFixture[str]) -> None:
+    from flake8_torch_preflight.explain import render
+
+    status, out, err = run_cli(["explain", "TP001"], capsys)
+    assert (status, err) == (0, "")
+    assert out == render("TP001") and out.startswith("TP001 graph-retention\n")
+    status, out, err = run_cli(["explain", "tpv001"], capsys)  # any case, as render takes it
+    assert (status, err) == (0, "") and out.startswith("TPV001 projected-oom\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["explain", "TP999"], "explain: unknown code 'TP999'; known codes: TP001, TP002,"),
+    (["explain", ""], "explain: unknown code ''; known codes: TP001,"),
+    (["explain", "TP001" * 20], "explain: unknown code 'TP001TP001TP001TP001TP001TP001TP001T...\n"),
+    (["explain"], "explain: the following arguments are required: CODE"),
+    (["explain", "TP001", "TP002"], "explain: unrecognized arguments: TP002"),
+])
+def test_explain_unknown_code_is_one_line_and_exit_2(argv: List[str], message: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_cli(argv, capsys)
+    assert (status, out) == (2, "")
+    assert err.startswith(message) and err.count("\n") == 1 and err.endswith("\n"), err
+
+
+def test_version_from_both_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    from flake8_torch_preflight import __version__
+
+    expected = f"flake8-torch-preflight {__version__}\n"
+    assert run_cli(["--version"], capsys) == (0, expected, "")
+    assert cli.estimate_main(["--version"]) == 0
+    assert capsys.readouterr() == (expected, "")
+    assert cli.estimate_main(["estimate", "--version"]) == 0
+    assert capsys.readouterr() == (expected, "")
+
+
+def _console_script(name: str) -> str:
+    found = Path(sys.executable).parent / name
+    if not found.exists():
+        pytest.skip(f"{name} is not installed beside {sys.executable}")
+    return str(found)
+
+
+def test_tp_estimate_console_script_version_and_help() -> None:
+    from flake8_torch_preflight import __version__
+
+    script = _console_script("tp-estimate")
+    done = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"flake8-torch-preflight {__version__}\n", "")
+    done = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("usage: tp-estimate [-h] [--version]"), done.stdout
+
+
+def test_help_names_the_command_it_was_run_as(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.estimate_main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: tp-estimate [-h] [--version]") and "python -m" not in out.split("\n\n")[0]
+    assert "--world-size N" in out
+    status, out, _ = run_cli(["estimate", "--help"], capsys)
+    assert status == 0 and out.startswith("usage: python -m flake8_torch_preflight estimate [-h]")
+    status, out, _ = run_cli(["--help"], capsys)
+    assert status == 0 and out.startswith("usage: python -m flake8_torch_preflight [-h] [--version] COMMAND")
+    assert all(name in out for name in ("estimate", "gpus", "models", "explain"))
+
+
+# --------------------------------------------------- the target from flake8's configuration
+
+GPT2 = ["estimate", "--model", "gpt2", "--batch-size", "4", "--seq-len", "128"]
+
+
+@pytest.fixture()
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder with a nested working directory (the config is found upward)."""
+    work = tmp_path / "project" / "src"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    return tmp_path / "project"
+
+
+def test_target_gpu_from_setup_cfg(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "setup.cfg").write_text("[metadata]\nname = x\n\n[flake8]\nmax-line-length = 120\ntp-target-gpu = t4\n")
+    status, data = run_json(GPT2, capsys)
+    assert status == 0 and data["gpu"]["key"] == "t4" and data["fits"] is True
+    assert data["config"]["sources"]["gpu"] == os.path.join("..", "setup.cfg") + " [flake8] tp-target-gpu"
+    status, out, err = run_cli(GPT2, capsys)
+    assert (status, err) == (0, "")
+    assert out.endswith("\n\nnote: GPU t4 from " + os.path.join("..", "setup.cfg")
+                        + " [flake8] tp-target-gpu (--gpu or --gpu-memory overrides it)\n"), out
+    assert "usable on t4" in out
+
+
+def test_underscore_spelling_and_the_last_one_wins(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "tox.ini").write_text("[flake8]\ntp-target-gpu = a100-80gb\ntp_target_gpu = t4\n")
+    _, data = run_json(GPT2, capsys)
+    assert data["gpu"]["key"] == "t4"
+    assert data["config"]["sources"]["gpu"] == os.path.join("..", "tox.ini") + " [flake8] tp_target_gpu"
+
+
+def test_gpu_memory_from_the_config_wins_over_the_gpu_name(project: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    (project / ".flake8").write_text("[flake8]\ntp-target-gpu = t4\ntp-gpu-memory = 1GiB\n")
+    status, data = run_json(GPT2, capsys)
+    assert status == 1 and data["gpu"]["usable_bytes"] == 1024**3 and data["fits"] is False
+    assert data["config"]["sources"]["gpu"].endswith(".flake8 [flake8] tp-gpu-memory")
+
+
+def test_the_command_line_overrides_the_config(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "setup.cfg").write_text("[flake8]\ntp-target-gpu = nonsense\n")
+    for flags, key in ((["--gpu", "a10"], "a10"), (["--gpu-memory", "48GiB"], "custom-48gib")):
+        status, data = run_json(GPT2 + flags, capsys)
+        assert status == 0 and data["gpu"]["key"] == key and "gpu" not in data["config"]["sources"]
+
+
+def test_the_first_config_file_with_a_flake8_section_is_the_one(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # flake8 reads the nearest file with a [flake8] section only: a target further up is not its setting
+    (project / "setup.cfg").write_text("[flake8]\ntp-target-gpu = t4\n")
+    (project / "src" / "setup.cfg").write_text("[metadata]\nname = x\n")  # no [flake8]: skipped
+    (project / "src" / "tox.ini").write_text("[flake8]\nmax-line-length = 100\n")
+    status, data = run_json(GPT2, capsys)
+    assert status == 0 and data["gpu"] is None and "gpu" not in data["config"]["sources"]
+    (project / "src" / "tox.ini").write_text("[tox]\nenvlist = py\n")
+    _, data = run_json(GPT2, capsys)
+    assert data["gpu"]["key"] == "t4"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[flake8]\ntp-target-gpu = t5\n",
+     "estimate: {} [flake8] tp-target-gpu: unknown GPU or instance 't5'"),
+    ("[flake8]\ntp_gpu_memory = lots\n",
+     "estimate: {} [flake8] tp_gpu_memory: invalid size 'lots'; give a positive number with a unit"),
+    ("[flake8]\ntp-gpu-memory = 2000TiB\n",
+     "estimate: {} [flake8] tp-gpu-memory: invalid size '2000TiB': it must be at most 1 PiB (1024 TiB)\n"),
+])
+def test_a_malformed_config_value_is_one_line_and_exit_2(project: Path, text: str, message: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "setup.cfg").write_text(text)
+    for argv in (GPT2, GPT2 + ["--format", "json"]):
+        status, out, err = run_cli(argv, capsys)
+        assert (status, out) == (2, "")
+        assert err.startswith(message.format(os.path.join("..", "setup.cfg"))) and err.count("\n") == 1, err
+
+
+def test_an_empty_config_value_is_no_target(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "setup.cfg").write_text("[flake8]\ntp-target-gpu =\n")
+    status, data = run_json(GPT2, capsys)
+    assert status == 0 and data["gpu"] is None
+
+
+@pytest.mark.parametrize("layout", [
+    {"setup.cfg": "[flake8]\n", "a/b/tox.ini": "[tox]\n"},
+    {"setup.cfg": "[flake8]\n", "a/b/.flake8": "[flake8]\n"},
+    {"tox.ini": "[flake8]\n", "setup.cfg": "[flake8]\n"},  # setup.cfg first in a folder
+    {"a/.flake8": "[flake8:local-plugins]\n", "setup.cfg": "[flake8]\n"},
+    {"a/setup.cfg": "[flake8\nbroken", "a/tox.ini": "[flake8]\n"},  # unparseable: skipped
+    {"a/b/setup.cfg": "[isort]\n"},
+])
+def test_discovery_matches_flake8(tmp_path: Path, layout: Dict[str, str]) -> None:
+    from flake8.options.config import _find_config_file as flake8_finds
+
+    for name, text in layout.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    start = tmp_path / "a" / "b"
+    start.mkdir(parents=True, exist_ok=True)
+    expected = flake8_finds(str(start))
+    assert cli.find_flake8_config(str(start)) == expected
+    assert cli._find_config_file(str(start)) == expected  # the rule used when flake8's moves
+    if expected is not None:
+        assert expected.startswith(str(tmp_path))  # found inside the layout, not above it
