@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import sys
 from typing import Any, FrozenSet, Iterable, Optional
 
@@ -53,6 +54,39 @@ def parse_options(options: argparse.Namespace) -> None:
     SETTINGS.target_gpu = target
     SETTINGS.gpu_memory = memory
     SETTINGS.selected = _selected_codes(options)
+    if target is None and memory is None and _asked_for_tpv(options, SETTINGS.selected):
+        _hint_target()
+
+
+#: Printed once per flake8 run when TPV001 is asked for by name but has no GPU to check against.
+NO_TARGET_HINT = (
+    "flake8-torch-preflight: TPV001 is selected but has no target GPU, so it reports nothing; set one with "
+    "--tp-target-gpu NAME (or --tp-gpu-memory SIZE), or tp-target-gpu = NAME in the [flake8] section of "
+    "setup.cfg, tox.ini or .flake8 (names: python -m flake8_torch_preflight gpus)"
+)
+
+
+def _asked_for_tpv(options: argparse.Namespace, selected: Optional[FrozenSet[str]]) -> bool:
+    """Whether ``--select`` / ``--extend-select`` (command line or configuration) names TPV001 or
+    a prefix of it at least as specific as ``TPV``, and TPV001 is not then ignored. A broad
+    ``--select TP`` (every code) or flake8's defaults do not count: the hint is for someone who
+    asked for the projection."""
+    if selected is not None and "TPV001" not in selected:
+        return False
+    for name in ("select", "extend_select"):
+        for code in getattr(options, name, None) or ():
+            text = str(code).strip().upper()
+            if text.startswith("TPV") and "TPV001".startswith(text):
+                return True
+    return False
+
+
+def _hint_target() -> None:
+    """One line on stderr, once per run: flake8 calls ``parse_options`` once in the main process
+    (and again in each worker only where workers are spawned, not forked: those stay quiet)."""
+    if multiprocessing.parent_process() is not None:
+        return
+    sys.stderr.write(NO_TARGET_HINT + "\n")
 
 
 def _clean(value: Optional[str]) -> Optional[str]:

@@ -19,12 +19,14 @@ script runs on the CPU) or puts the model on the CPU explicitly.
 """
 from __future__ import annotations
 
+import os
+import shlex
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from astroid import nodes
 
-from ..estimator.run import PRECISIONS, RunSpec
-from ._base import Rule, register
+from ..estimator.run import PRECISIONS, RunSpec, RunSpecError
+from ._base import MAX_MESSAGE, Rule, register
 
 if TYPE_CHECKING:
     from ..estimator import extract, solver
@@ -51,10 +53,7 @@ MAX_SAVINGS_SHOWN = 3
 @register
 class ProjectedOom(Rule):
     code, slug = "TPV001", "projected-oom"
-    message = (
-        "{model} is projected to need more memory than {gpu} has even at the low end of the estimate, "
-        "so the run stops with CUDA out of memory: {summary}. {fix}"
-    )
+    message = "projected OOM on {gpu}: {cost}; {fix}"
     rationale = (
         "With the target GPU declared once in the flake8 configuration (tp-target-gpu = a100-80gb, or "
         "tp-gpu-memory = 48GiB for unlisted hardware), the rule reads the training run out of the file "
@@ -63,9 +62,34 @@ class ProjectedOom(Rule):
         "precision, optimizer, checkpointing, attention kernel and sharding, through constants, argparse "
         "defaults and config dicts. It prices the peak memory per GPU with the estimator's cost model and "
         "reports at the line that builds the model when even the low end of the interval exceeds the "
-        "GPU's usable memory, naming the changes that make it fit and the GiB each saves. It says nothing "
-        "when the model cannot be identified or a value the verdict depends on cannot be read "
-        "(python -m flake8_torch_preflight estimate FILE --gpu NAME shows what it read)."
+        "GPU's usable memory: the run would stop with CUDA out of memory. The message gives that low end, "
+        "the usable memory, and the fix: the smallest set of changes that fits with the GiB each saves, "
+        "else the change that saves most, else the estimator command (tp-estimate FILE --gpu NAME) that "
+        "shows the whole breakdown, every saving and what it read from the file."
+    )
+    leaves_alone = (
+        "It stays silent without a target (tp-target-gpu or tp-gpu-memory); when the file never puts the "
+        "run on a GPU (no .cuda(), .to(device), DDP, Trainer, accelerate or DeepSpeed: a plain script runs "
+        "on the CPU) or moves the model to the CPU; when the model cannot be identified or counted, or a "
+        "flag chooses between several models and one of them is of unknown size; when the weights are "
+        "quantized or offloaded, or the sharding mode cannot be read, or the run is sharded over a number "
+        "of GPUs the file does not give and the target is a single GPU; and when a value read from the "
+        "file is outside what the estimator accepts.\n\n"
+        "Doubt means silence. A field the reader cannot resolve is taken at its lightest: an unknown "
+        "optimizer as plain SGD (no state), an unknown precision as the cheapest of fp32, amp, fp16 and "
+        "bf16, unknown checkpointing, flash attention and fused optimizer step as on, an unknown batch "
+        "size, a sequence length read only as a maximum (truncation) or an image model's unread image "
+        "size as unknown (no activations counted). A run is reported only when even that lightest "
+        "reading's low end is over the usable memory, so a run whose point estimate or high end is over "
+        "but whose low end fits is left alone: tp-estimate FILE --gpu NAME shows it."
+    )
+    configure = (
+        "Set the target once in the [flake8] section of setup.cfg, tox.ini or .flake8: "
+        "tp-target-gpu = a100-80gb (a GPU, <N>x<GPU> such as 8xh100-80gb, or a cloud instance such as "
+        "p4d.24xlarge; python -m flake8_torch_preflight gpus lists them), or tp-gpu-memory = 48GiB for "
+        "unlisted hardware (it wins when both are set); or per run with --tp-target-gpu NAME or "
+        "--tp-gpu-memory SIZE. tp-estimate reads the same [flake8] settings when it is given no --gpu, "
+        "so the estimator and the rule check against the same GPU."
     )
     example_bad = """
         import torch
@@ -109,18 +133,24 @@ class ProjectedOom(Rule):
         runs = lightest_runs(reading, gpu)
         if not runs:
             return
+        try:
+            for run in runs:
+                run.check()
+        except RunSpecError:
+            return  # a value no run can have (or past the estimator's ranges): nothing to price
         estimates = [costmodel.estimate(run, gpu) for run in runs]
         best = min(estimates, key=lambda e: e.interval_bytes[0])
-        if best.interval_bytes[0] <= gpu.usable_bytes:
+        low = best.interval_bytes[0]
+        if low <= gpu.usable_bytes:
             return
-        solution = solver.solve(best)
-        self.report(
-            reading.model_node,
-            model=_model_text(reading),
-            gpu=gpu.key,
-            summary=report.one_line(best) + _assumed(reading, best.run),
-            fix=_fix_text(solution, "tp-estimate {} --gpu {}".format(self.ctx.filename, gpu.key)),
+        need, usable = report.gib(low, 1), report.gib(gpu.usable_bytes, 1)
+        cost = "needs >={} GiB, {} GiB usable".format(need, usable)
+        fields = message_fields(
+            gpu=_gpu_text(gpu.key, settings.gpu_memory),
+            costs=[_model_text(reading) + " " + cost, cost, "needs >={} GiB, has {}".format(need, usable)],
+            fixes=fix_texts(solver.solve(best), estimator_command(self.ctx.filename, gpu.key, settings.gpu_memory)),
         )
+        self.report(reading.model_node, **fields)
 
 
 def lightest_runs(reading: extract.RunReading, gpu: "GpuTarget") -> List[RunSpec]:
@@ -158,42 +188,82 @@ def _model_text(reading: extract.RunReading) -> str:
     if run.model is not None:
         return run.model.key
     params = run.total_params
-    return "{} ({:.2f}B parameters)".format(reading.model_name or "the model", (params or 0) / 1e9)
+    name = reading.model_name or "the model"
+    return "{} ({:.2f}B params)".format(name if len(name) <= 40 else name[:37] + "...", (params or 0) / 1e9)
 
 
-def _assumed(reading: extract.RunReading, run: RunSpec) -> str:
-    """Say which unresolved fields were taken at their lightest value."""
-    parts: List[str] = []
-    if "precision" in reading.unknown:
-        parts.append("precision " + run.precision)
-    training = run.training
-    labels = {"optimizer": "optimizer sgd", "fused_optimizer": "fused optimizer step",
-              "checkpointing": "gradient checkpointing", "flash": "flash attention"}
-    for name, label in labels.items():
-        if name in reading.unknown and (training or name == "flash"):
-            parts.append(label)
-    if not parts:
-        return ""
-    return " (not read from the file, so taken at the lightest: {})".format(", ".join(parts))
+def _gpu_text(key: str, memory: Optional[str]) -> str:
+    return "".join(memory.split()) + " GPU" if memory else key
 
 
-def _fix_text(solution: solver.Solution, command: str) -> str:
+def estimator_command(filename: str, gpu_key: str, memory: Optional[str]) -> Optional[str]:
+    """The estimator command for this file and target, exactly as it runs in a shell; None when
+    the file cannot be given to it (flake8 read stdin, or a notebook cell)."""
+    name = str(filename)
+    if name in ("stdin", "-") or name.lower().endswith(".ipynb") or not os.path.isfile(name):
+        return None
+    target = "--gpu-memory " + shlex.quote("".join(memory.split())) if memory else "--gpu " + shlex.quote(gpu_key)
+    return "tp-estimate {} {}".format(shlex.quote(name), target)
+
+
+def fix_texts(solution: solver.Solution, command: Optional[str]) -> List[str]:
+    """Ways to say the fix, the most complete first; the message takes the first that fits."""
+    bases: List[str] = []
     combination = solution.combination
     if solution.status == "solved" and combination is not None:
-        steps = ", ".join(_change(c.label, saved) for c, saved in combination.steps)
-        scope = "" if combination.fits_interval else " (the point estimate; not the whole interval)"
-        return "Fix: it fits with {}{}.".format(steps, scope)
-    if solution.status == "nothing-fits":
-        return "Fix: {}.".format(solution.message)
-    if solution.status == "unknown" and solution.may_fit is not None:
-        steps = ", ".join(_change(c.label, saved) for c, saved in solution.may_fit.steps)
-        return "Fix: it may fit with {} (`{}` shows the breakdown).".format(steps, command)
-    savings = _known_savings(solution)
-    if savings:
-        unknown = ", ".join(solution.before.unknown_terms)
-        return "Fix: start with {}; with {} unknown no change can be shown to fit (`{}` shows the breakdown).".format(
-            " or ".join(_change(label, saved) for label, saved in savings), unknown, command)
-    return "Fix: use a larger GPU, shard over more GPUs, or a smaller model or batch."
+        lead = "fix: " if combination.fits_interval else "fix (point estimate): "
+        bases += _step_texts(lead, [_change(c.label, saved) for c, saved in combination.steps])
+    elif solution.status == "unknown" and solution.may_fit is not None:
+        bases += _step_texts("try ", [_change(c.label, saved) for c, saved in solution.may_fit.steps])
+    elif solution.status == "nothing-fits":
+        lowest = solution.lowest
+        if lowest is not None and lowest.steps:
+            steps = [_change(c.label, saved) for c, saved in lowest.steps]
+            bases += ["even {} leaves it over: shard or use a larger GPU".format(", ".join(steps))]
+            if len(steps) > 1:
+                bases += ["even {} and {} more leave it over: shard or use a larger GPU".format(
+                    steps[0], len(steps) - 1)]
+        bases += ["no change fits one GPU: shard or use a larger GPU"]
+    else:
+        savings = _known_savings(solution)
+        if savings:
+            bases += ["start with " + " or ".join(_change(label, saved) for label, saved in savings[:n])
+                      for n in range(len(savings), 0, -1)]
+    texts: List[str] = []
+    for base in bases:
+        if command:
+            texts.append("{} (`{}`)".format(base, command))
+        texts.append(base)
+    if command:
+        texts.append("see `{}`".format(command))
+    texts += ["use a larger GPU, more GPUs, or a smaller model or batch", "use a larger GPU"]
+    return texts
+
+
+def _step_texts(lead: str, steps: List[str]) -> List[str]:
+    texts = [lead + ", ".join(steps), ", ".join(steps)]
+    if len(steps) > 1:
+        texts.append("{}{} and {} more".format(lead, steps[0], len(steps) - 1))
+    return texts
+
+
+def message_fields(gpu: str, costs: List[str], fixes: List[str]) -> Dict[str, str]:
+    """The message's fields within ``MAX_MESSAGE`` characters: the most complete fix that fits,
+    with the first of ``costs`` (the one naming the model) that still fits beside it; a long GPU
+    name is cut short (ending "...") when even the shortest fix and cost do not fit."""
+    def length(fields: Dict[str, str]) -> int:
+        return len(ProjectedOom.message.format(**fields))
+
+    for fix in fixes:
+        for cost in costs:
+            fields = {"gpu": gpu, "cost": cost, "fix": fix}
+            if length(fields) <= MAX_MESSAGE:
+                return fields
+    fields = {"gpu": gpu, "cost": costs[-1], "fix": fixes[-1]}
+    over = length(fields) - MAX_MESSAGE
+    if over > 0:
+        fields["gpu"] = gpu[:max(9, len(gpu) - over - 3)] + "..."
+    return fields
 
 
 def _known_savings(solution: solver.Solution) -> List[Tuple[str, Optional[int]]]:
