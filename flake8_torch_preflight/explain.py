@@ -58,7 +58,7 @@ def silence_text(code: str) -> str:
 def render(code: str) -> str:
     """The plain-text explanation printed by ``explain CODE``."""
     rule = rule_for(code)
-    out: List[str] = [f"{rule.code} {rule.slug}", "", "Message:", "    " + rule.code + " " + _template(rule.message), ""]
+    out: List[str] = [f"{rule.code} {rule.slug}", "", "Message:", f"    {rule.code} {_template(rule.message)}", ""]
     out += ["What it catches and why it costs:"] + _paragraphs(rule.rationale) + [""]
     out += ["Bad:", _code_block(rule.example_bad), "", "Good:", _code_block(rule.example_good), ""]
     leaves = getattr(rule, "leaves_alone", "")

@@ -185,6 +185,7 @@ def _largest_fitting(price: Callable[[int], Estimate], start: int, limit: int = 
     """The largest n in [1, limit] whose point peak fits (the peak grows with n); 0 when even 1
     does not; None when a term the verdict needs is unknown.  ``start`` is the run's own n."""
     start = min(start, limit)
+
     def fits(n: int) -> Optional[bool]:
         return price(n).fits
 

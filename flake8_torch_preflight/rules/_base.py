@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional, Pattern, Sequence, Tuple, Type, TypeVar
+from typing import (
+    TYPE_CHECKING, Any, ClassVar, Dict, List, NamedTuple, Optional, Pattern, Sequence, Tuple, Type, TypeVar,
+)
 
 if TYPE_CHECKING:
     from astroid import nodes
