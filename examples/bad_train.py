@@ -14,10 +14,24 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Dataset
 
 VOCAB = 32000
 WIDTH = 4096
+
+
+class TokenShards(Dataset):
+    """One tokenised example per file, read and decoded per item."""
+
+    def __init__(self, root, indices):
+        self.root, self.indices = root, indices
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __getitem__(self, i):
+        item = torch.load("{}/{}.pt".format(self.root, self.indices[i]))
+        return item["tokens"], item["label"]
 
 
 class Classifier(nn.Module):
@@ -102,10 +116,8 @@ def main():
     device = torch.device("cuda", dist.get_rank())
     torch.manual_seed(0)
 
-    tokens = torch.randint(0, VOCAB, (4096, 128))
-    labels = torch.randint(0, 10, (4096,))
     keep = np.random.permutation(4096)[:3000]  # numpy draws, but only torch was seeded  # TP009
-    dataset = TensorDataset(tokens[keep], labels[keep])
+    dataset = TokenShards("data/train", keep)
     train_loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True)  # TP005  # TP012
     val_loader = DataLoader(dataset, batch_size=256, num_workers=4, pin_memory=True)
 

@@ -10,11 +10,25 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
 VOCAB = 32000
 WIDTH = 512
+
+
+class TokenShards(Dataset):
+    """One tokenised example per file, read and decoded per item."""
+
+    def __init__(self, root, indices):
+        self.root, self.indices = root, indices
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __getitem__(self, i):
+        item = torch.load("{}/{}.pt".format(self.root, self.indices[i]))
+        return item["tokens"], item["label"]
 
 
 class Classifier(nn.Module):
@@ -92,10 +106,8 @@ def main():
     np.random.seed(0)
     torch.manual_seed(0)
 
-    tokens = torch.randint(0, VOCAB, (4096, 128))
-    labels = torch.randint(0, 10, (4096,))
     keep = np.random.permutation(4096)[:3000]
-    dataset = TensorDataset(tokens[keep], labels[keep])
+    dataset = TokenShards("data/train", keep)
     sampler = DistributedSampler(dataset, shuffle=True)
     train_loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=4, pin_memory=True)
     val_loader = DataLoader(dataset, batch_size=256, num_workers=4, pin_memory=True)

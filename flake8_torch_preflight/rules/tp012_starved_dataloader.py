@@ -20,6 +20,9 @@ WRAPPING_DATASETS = frozenset(
     {"torch.utils.data.TensorDataset", "torch.utils.data.Subset", "torch.utils.data.ConcatDataset"}
 )
 
+#: Datasets that index tensors already in memory: no per-item work for worker processes to take over.
+IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset"})
+
 #: Base class of map-style and iterable datasets (a file-defined subclass may move data to the GPU).
 DATASET_BASES = frozenset({"torch.utils.data.Dataset"})
 
@@ -37,43 +40,80 @@ class StarvedDataLoader(Rule):
     message = "DataLoader has {problems}: {cost}; set {fix}"
     rationale = (
         "With num_workers=0 (the default) every batch is read, decoded and collated in the training process "
-        "between steps, while the GPU sits idle; with pin_memory=False (the default) each host-to-device copy "
-        "goes through pageable memory and cannot overlap with compute. Neither changes results, so this is a "
-        "tuning observation for files that train on CUDA (device strings, .cuda(), torch.cuda, nccl)."
+        "between steps, while the GPU sits idle; with pin_memory=False (the default) a copy made with "
+        "non_blocking=True goes through pageable memory and cannot overlap with compute. Neither changes "
+        "results, so this is a tuning observation for files that train on CUDA (device strings, .cuda(), "
+        "torch.cuda, nccl). The rule reports a loader with no worker processes (and, in the same message, "
+        "no pinned memory), and a loader that only lacks pinned memory when the file copies batches with "
+        "non_blocking=True. Worker processes are started with spawn on Windows and macOS, which re-imports "
+        "the script: the fix then needs an `if __name__ == \"__main__\":` guard, and the message says so "
+        "when the file has none."
     )
     leaves_alone = (
-        "The loader is resolved as torch.utils.data.DataLoader through any alias. Values passed through a "
-        "**kwargs dict that cannot be read, datasets whose tensors are already on the GPU (pinning them "
-        "raises, and CUDA cannot be used in forked workers), collate functions that move batches to the GPU, "
-        "and files that never use CUDA are not reported; nor is a loader whose batches reach no training loop "
-        "and no evaluation of the trained model in the file (a test that only inspects the loader, prompts "
-        "fed to an image pipeline, a helper module returning it to another file), unless it is never iterated "
-        "here and is built beside a loader that feeds training (the evaluation loader of a run)."
+        "The loader is resolved as torch.utils.data.DataLoader through any alias. Loaders over a "
+        "TensorDataset (indexing tensors already in memory: workers and pinning add nothing), a loader that "
+        "has workers but no pinned memory in a file that makes no non_blocking copy (the copy blocks either "
+        "way), values passed through a **kwargs dict that cannot be read, datasets whose tensors are already "
+        "on the GPU (pinning them raises, and CUDA cannot be used in forked workers), collate functions that "
+        "move batches to the GPU, and files that never use CUDA are not reported; nor is a loader whose "
+        "batches reach no training loop and no evaluation of the trained model in the file (a test that only "
+        "inspects the loader, prompts fed to an image pipeline, a helper module returning it to another "
+        "file), unless it is never iterated here and is built beside a loader that feeds training (the "
+        "evaluation loader of a run)."
     )
-    example_bad = (
-        "import torch\n"
-        "from torch.utils.data import DataLoader, TensorDataset\n"
-        "\n"
-        "model = torch.nn.Linear(10, 1).cuda()\n"
-        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "loader = DataLoader(TensorDataset(torch.randn(64, 10)), batch_size=8)\n"
-        "for (x,) in loader:\n"
-        "    model(x.cuda()).sum().backward()\n"
-        "    optimizer.step()\n"
-        "    optimizer.zero_grad()\n"
-    )
-    example_good = (
-        "import torch\n"
-        "from torch.utils.data import DataLoader, TensorDataset\n"
-        "\n"
-        "model = torch.nn.Linear(10, 1).cuda()\n"
-        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "loader = DataLoader(TensorDataset(torch.randn(64, 10)), batch_size=8, num_workers=4, pin_memory=True)\n"
-        "for (x,) in loader:\n"
-        "    model(x.cuda(non_blocking=True)).sum().backward()\n"
-        "    optimizer.step()\n"
-        "    optimizer.zero_grad()\n"
-    )
+    example_bad = """
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Images(Dataset):
+            def __init__(self, paths):
+                self.paths = paths
+
+            def __len__(self):
+                return len(self.paths)
+
+            def __getitem__(self, i):
+                return torch.load(self.paths[i])  # read and decoded per item
+
+
+        model = torch.nn.Linear(10, 1).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = DataLoader(Images(["a.pt", "b.pt"]), batch_size=8)
+        for x in loader:
+            model(x.cuda()).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    """
+    example_good = """
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Images(Dataset):
+            def __init__(self, paths):
+                self.paths = paths
+
+            def __len__(self):
+                return len(self.paths)
+
+            def __getitem__(self, i):
+                return torch.load(self.paths[i])  # read and decoded per item
+
+
+        def main():
+            model = torch.nn.Linear(10, 1).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            loader = DataLoader(Images(["a.pt", "b.pt"]), batch_size=8, num_workers=4, pin_memory=True)
+            for x in loader:
+                model(x.cuda(non_blocking=True)).sum().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+
+
+        if __name__ == "__main__":
+            main()
+    """
 
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__(ctx)
@@ -90,10 +130,14 @@ class StarvedDataLoader(Rule):
         settings = _settings(node)
         if settings is None:
             return
+        if _in_memory_tensors(settings.get("dataset")):
+            return  # indexing tensors already in memory: worker processes and pinning add nothing
+        module = node.root()
         problems = _problems(settings)
+        if problems and not any("num_workers" in p for p in problems) and not _copies_non_blocking(module):
+            return  # pinning alone pays only for asynchronous copies: a blocking copy waits anyway
         if not problems:
             return
-        module = node.root()
         if not device.uses_cuda(module) or not training_step.file_trains(module):
             return
         if _batches_already_on_device(settings):
@@ -172,6 +216,21 @@ def _dict_mutated(name: nodes.Name) -> bool:
                     return True
         elif isinstance(node.target, nodes.AssignName) and node.target.name == name.name:
             return True
+    return False
+
+
+def _in_memory_tensors(dataset: object) -> bool:
+    """``dataset`` is a ``TensorDataset`` (or a subclass of it), by inference."""
+    return isinstance(dataset, nodes.NodeNG) and infer.is_instance_of(dataset, IN_MEMORY_DATASETS)
+
+
+def _copies_non_blocking(module: nodes.Module) -> bool:
+    """The file copies with ``non_blocking=True`` (``x.to(device, non_blocking=True)``,
+    ``x.cuda(non_blocking=True)``): the copies that unpinned host memory turns synchronous."""
+    for call in module.nodes_of_class(nodes.Call):
+        for keyword in call.keywords or ():
+            if keyword.arg == "non_blocking" and isinstance(keyword.value, nodes.Const) and keyword.value.value is True:
+                return True
     return False
 
 
