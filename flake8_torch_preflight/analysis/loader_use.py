@@ -128,9 +128,9 @@ def _flow(
                 return
             if name == "next" and isinstance(parent.func, nodes.Name):
                 loop = loops.innermost(parent)
-                if loop is not None:
+                if loop is not None and (not _fresh_iterator(parent) or backward_per_iteration(loop)):
                     _classify(loop, uses, via)
-                return
+                return  # next(iter(loader)) once per epoch: a batch to look at, not the training data
             if name == "iter" and isinstance(parent.func, nodes.Name):
                 _flow(parent, depth, uses, seen, via, deep)
                 return
@@ -362,6 +362,44 @@ def _self_attr_uses(target: nodes.AssignAttr) -> List[nodes.Attribute]:
     ]
 
 
+def _fresh_iterator(next_call: nodes.Call) -> bool:
+    """``next(iter(x))``: the first batch of a new pass, not the next one of a running iterator."""
+    args = next_call.args
+    return len(args) == 1 and isinstance(args[0], nodes.Call) and infer.call_name(args[0]) == "iter"
+
+
+def backward_per_iteration(loop: "loops.Loop") -> bool:
+    """A backward() runs in each iteration of ``loop`` itself (helpers of the file expanded), not
+    only in a loop nested in it."""
+    for call in loops.calls_in(loop.body):
+        if not gradients.is_tensor_backward(call):
+            continue
+        if loops.enclosing_function(call) is not loops.enclosing_function(loop) or loops.innermost(call) is loop:
+            return True
+    return False
+
+
+def sampled_once(call: nodes.Call) -> bool:
+    """The loader ``call`` builds is read only with ``next(iter(loader))`` outside any loop that runs
+    backward() per iteration (one batch to look at or to sample images from)."""
+    parent = call.parent
+    if not isinstance(parent, nodes.Assign) or len(parent.targets) != 1:
+        return False
+    text = dataflow.binding_text(parent.targets[0])
+    found = False
+    for outer in call.root().nodes_of_class(nodes.Call):
+        if infer.call_name(outer) != "next" or not _fresh_iterator(outer):
+            continue
+        source = outer.args[0].args
+        if len(source) != 1 or dataflow.binding_text(source[0]) != text:
+            continue
+        loop = loops.innermost(outer)
+        if loop is not None and backward_per_iteration(loop):
+            return False  # a fresh batch every training step
+        found = True
+    return found
+
+
 def call_sites(func: nodes.FunctionDef) -> List[nodes.Call]:
     """Calls in the file that resolve to ``func`` (``train(...)``, ``self.train(...)``)."""
     return [
@@ -559,8 +597,10 @@ class LoaderConsumers:
                 self._uses[key] = self.TRAIN
             elif any(used_models(loop, self.models()) & self.trained_models() for loop in uses.other_loops):
                 self._uses[key] = self.EVALUATE
+            elif uses.other_loops or sampled_once(call):
+                self._uses[key] = self.ITERATED
             else:
-                self._uses[key] = self.ITERATED if uses.other_loops else self.UNKNOWN
+                self._uses[key] = self.UNKNOWN
         return self._uses[key]
 
     def models(self) -> Set[str]:
