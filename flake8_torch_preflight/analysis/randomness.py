@@ -22,7 +22,9 @@ NumPy and third-party names are resolved through the file's imports only
 (``infer.dotted_name``), never read.  Name-based fallback (documented because
 it trusts names): a library or unreadable function whose name contains
 ``seed`` (``seed_everything``, ``transformers.set_seed``,
-``accelerate.utils.set_seed``, ``utils.init_seeds``) or that is handed a seed
+``accelerate.utils.set_seed``, ``utils.init_seeds``, a method such as Fabric's
+``fabric.seed_everything`` on a receiver inference cannot follow, except the
+``seed``/``manual_seed`` of one generator object) or that is handed a seed
 (``seed=...``, ``setup(args.seed)``), and building a Hugging Face / TRL
 ``Trainer`` (it seeds in its constructor), are taken to seed every generator,
 so that doubt means silence.  Functions of the checked file return None here:
@@ -268,11 +270,18 @@ def _imports_project_modules(module: nodes.Module) -> bool:
     return found
 
 
+#: Methods that reseed one generator object (``random.Random``, ``np.random.RandomState``,
+#: ``torch.Generator``), not the run: left out of the name-based fallback on unresolved receivers.
+INSTANCE_SEED_METHODS = frozenset({"seed", "manual_seed"})
+
+
 def _unresolved(call: nodes.Call) -> Optional[Effect]:
     """Neither inferred nor imported: ``m.weight.data.normal_(0, 0.02)`` on a weight inference cannot follow."""
     method = infer.method_name(call)
     if method is not None and "torch.Tensor." + method in TORCH_RANDOM_METHODS and not _passes_generator(call):
         return _draw(TORCH, _label(call))  # only tensors have these in-place random fills
+    if method is not None and method not in INSTANCE_SEED_METHODS and "seed" in method.lower():
+        return _seed(*ALL_GENERATORS)  # fabric.seed_everything(s), accelerator.set_seed(s): the fallback by name
     return None
 
 
