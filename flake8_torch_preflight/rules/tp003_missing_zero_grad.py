@@ -70,7 +70,9 @@ class MissingZeroGrad(Rule):
         backwards = [c for c in calls if _is_backward(c)]
         if not backwards:
             return
-        clears_all = any(_clears_grad_tensor(c) for c in calls) or _assigns_grad_none(loop)
+        clears_all = (
+            any(_clears_grad_tensor(c) or _zeroing_function(c) for c in calls) or _assigns_grad_none(loop)
+        )
         if clears_all:
             return
         resets = [
@@ -101,11 +103,28 @@ def _clears_grad_tensor(call: nodes.Call) -> bool:
     return isinstance(receiver, nodes.Attribute) and receiver.attrname == "grad"
 
 
-def _assigns_grad_none(loop: "loops.Loop") -> bool:
+def _assigns_grad_none(loop: nodes.NodeNG) -> bool:
     for assign in loop.nodes_of_class(nodes.AssignAttr):
         if assign.attrname == "grad":
             return True
     return False
+
+
+def _zeroing_function(call: nodes.Call) -> bool:
+    """A function (not a method) that zeroes the gradients of the parameters it is handed:
+    ``zero_grad(self.model_params)`` from the project's utilities, whose body resets ``p.grad``; a
+    function named ``zero_grad`` that cannot be read counts too (in doubt: zeroed)."""
+    if not isinstance(call.func, nodes.Name):
+        return False
+    func = infer.function_def(call.func)
+    if func is None:
+        return call.func.name in GRAD_RESETS
+    if func.root() is call.root():
+        return False  # a helper of the file: its calls are already among the loop's
+    inner = list(func.nodes_of_class(nodes.Call))
+    return _assigns_grad_none(func) or any(
+        _clears_grad_tensor(c) or (infer.method_name(c) in GRAD_RESETS) for c in inner
+    )
 
 
 def _owned_steps(loop: "loops.Loop", calls: List[nodes.Call]) -> List[Tuple[nodes.Call, nodes.NodeNG]]:
