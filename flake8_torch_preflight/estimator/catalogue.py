@@ -83,6 +83,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import os
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -147,6 +148,9 @@ class ModelSpec:
     source: str
     shape: Mapping[str, Any]
     aliases: Tuple[str, ...]
+    #: where the entry comes from: ``catalogue``, or ``config FILE`` for a Hugging Face
+    #: ``config.json`` read with ``model_from_config``
+    origin: str = "catalogue"
 
 
 @dataclass(frozen=True)
@@ -336,6 +340,17 @@ def count_params(spec: ModelSpec) -> Optional[int]:
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
     return None
+
+
+def layer_params(spec: ModelSpec) -> Optional[int]:
+    """Parameters of one transformer layer of a decoder or an encoder (what freezing all but the
+    last N layers leaves to train, per layer); None for other kinds or an incomplete shape."""
+    if spec.kind not in ("decoder", "encoder"):
+        return None
+    try:
+        return _layer(spec.shape)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
 
 
 def _norm(shape: Mapping[str, Any], dim: int) -> int:
@@ -558,6 +573,176 @@ def _densenet(shape: Mapping[str, Any]) -> int:
             features //= 2
     classes = int(shape["num_classes"])
     return total + 2 * features + features * classes + classes
+
+
+# ------------------------------------------------------------------ Hugging Face configs
+
+#: ``model_type`` of a Hugging Face ``config.json`` -> the catalogue entry whose shape flags
+#: (norm, position, biases, fused projections, dropout sites, softmax upcast: how the
+#: implementation computes) the family shares; the widths come from the config.
+CONFIG_FAMILIES: Dict[str, str] = {
+    "llama": "llama-2-7b", "mistral": "mistral-7b", "mixtral": "mixtral-8x7b", "qwen2": "qwen2-7b",
+    "qwen3": "qwen3-8b", "qwen3_moe": "qwen3-30b-a3b", "gemma": "gemma-7b", "gemma2": "gemma-2-9b",
+    "gemma3_text": "gemma-3-1b", "phi3": "phi-3-mini", "phi": "phi-2", "gpt2": "gpt2", "gpt_neox": "pythia-410m",
+    "falcon": "falcon-7b", "opt": "opt-1.3b", "bert": "bert-base-uncased", "roberta": "roberta-base",
+    "xlm-roberta": "roberta-base", "distilbert": "distilbert-base-uncased", "electra": "electra-base",
+    "deberta-v2": "deberta-v3-base", "t5": "t5-base", "mt5": "flan-t5-base", "umt5": "flan-t5-base",
+    "bart": "bart-base", "mbart": "bart-base", "vit": "vit-b-16", "whisper": "whisper-small",
+}
+
+#: A ``model_type`` outside ``CONFIG_FAMILIES`` whose MLP is gated SiLU (``hidden_act`` silu and an
+#: ``intermediate_size``) is priced with the Llama family's flags, which most such decoders share.
+_LLAMA_LIKE = "llama-2-7b"
+
+#: Shape fields and the config keys that give them, first found wins.
+_CONFIG_KEYS: Dict[str, Tuple[str, ...]] = {
+    "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "hidden": ("hidden_size", "n_embd", "d_model", "dim"),
+    "heads": ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads"),
+    "kv_heads": ("num_key_value_heads", "num_kv_heads"),
+    "head_dim": ("head_dim", "d_kv"),
+    "ffn": ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "hidden_dim", "encoder_ffn_dim"),
+    "vocab": ("vocab_size",),
+    "max_positions": ("max_position_embeddings", "n_positions", "max_target_positions"),
+    "tied_embeddings": ("tie_word_embeddings",),
+    "experts": ("num_local_experts", "num_experts"),
+    "experts_per_token": ("num_experts_per_tok",),
+    "type_vocab": ("type_vocab_size",),
+    "image_size": ("image_size",),
+    "patch_size": ("patch_size",),
+    "channels": ("num_channels",),
+    "relative_buckets": ("relative_attention_num_buckets", "position_buckets"),
+    "mel_bins": ("num_mel_bins",),
+    "encoder_max_positions": ("max_source_positions",),
+}
+
+#: Config keys of dropout rates: residual / embedding dropout, and on the attention probabilities.
+_DROPOUT_KEYS = ("hidden_dropout_prob", "resid_pdrop", "hidden_dropout", "dropout_rate", "dropout")
+_ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attn_pdrop", "attention_dropout")
+
+#: Families whose config leaves the MLP width implicit at 4 x hidden (GPT-2's ``n_inner: null``,
+#: Falcon).
+_FFN_FOUR_HIDDEN = ("gpt2", "falcon")
+
+#: Fields a config must give, by kind (the names shown are the first spelling of each).
+_REQUIRED: Dict[str, Tuple[str, ...]] = {
+    "decoder": ("layers", "hidden", "heads", "ffn", "vocab"),
+    "encoder": ("layers", "hidden", "heads", "ffn", "vocab"),
+    "encoder-decoder": ("hidden", "heads", "ffn", "vocab"),
+    "vision-transformer": ("layers", "hidden", "heads", "ffn", "image_size", "patch_size"),
+}
+
+
+def _config_value(config: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    for key in keys:
+        if key in config and config[key] is not None:
+            return config[key]
+    return None
+
+
+def _config_int(config: Mapping[str, Any], field: str, keys: Sequence[str]) -> Optional[int]:
+    value = _config_value(config, keys)
+    if value is None:
+        return None
+    if isinstance(value, list) and value and field in ("image_size", "patch_size"):
+        value = value[0]  # (height, width)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 10**9:
+        raise CatalogueError(f"{keys[0]} must be a positive integer, got {_shown(str(value))}")
+    return value
+
+
+#: Shape fields a config that leaves them out keeps from its family's entry (a family constant or
+#: the config class's default); every other width it leaves out is not known.
+_TEMPLATE_DEFAULTS = frozenset({"tied_embeddings", "type_vocab", "channels", "relative_buckets", "mel_bins",
+                                "encoder_max_positions", "image_size", "patch_size"})
+
+
+def model_from_config(config: Any, path: str) -> ModelSpec:
+    """A ``ModelSpec`` for a Hugging Face ``config.json`` (its parsed object) read from ``path``:
+    the widths from the config, the computing flags from the catalogue entry of its family
+    (``CONFIG_FAMILIES``), the parameter count from the shape (``count_params``, the function the
+    catalogue's published counts are checked with). Its ``origin`` is ``config PATH``.
+
+    ``CatalogueError`` (one line) for what is not a config, a family the estimator cannot price,
+    a missing field (named by its first spelling) or a value that is not a positive integer.
+    """
+    if not isinstance(config, Mapping):
+        raise CatalogueError("not a Hugging Face model config (a JSON object with model_type, "
+                             "num_hidden_layers, hidden_size, ...)")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type.strip():
+        raise CatalogueError("missing model_type (the family: llama, gpt2, bert, t5, ...)")
+    family = model_type.strip().lower()
+    template_key = CONFIG_FAMILIES.get(family)
+    if template_key is None:
+        gated = str(config.get("hidden_act", "")).lower() in ("silu", "swish") and "intermediate_size" in config
+        if not gated:
+            raise CatalogueError(f"model_type {_shown(model_type)} is not a family the estimator can price "
+                                 f"(known: {', '.join(CONFIG_FAMILIES)}, or a decoder with a gated SiLU MLP); "
+                                 "give --params N")
+        template_key = _LLAMA_LIKE
+    if family in ("t5", "mt5", "umt5"):
+        gated_t5 = str(config.get("feed_forward_proj", "relu")).startswith("gated")
+        template_key = "flan-t5-base" if gated_t5 else "t5-base"
+    template = {spec.key: spec for spec in _model_table()[0]}[template_key]
+    kind = template.kind
+    shape: Dict[str, Any] = dict(template.shape)
+    for field, keys in _CONFIG_KEYS.items():
+        if field == "tied_embeddings":
+            value = config.get("tie_word_embeddings")
+            if isinstance(value, bool):
+                shape[field] = value
+            continue
+        found = _config_int(config, field, keys)
+        if found is not None:
+            shape[field] = found
+        elif field in ("experts", "experts_per_token"):
+            shape[field] = 0
+        elif field not in _TEMPLATE_DEFAULTS:
+            shape[field] = None
+    if family == "qwen3_moe":  # the experts' width; intermediate_size is the dense layers'
+        shape["ffn"] = _config_int(config, "ffn", ("moe_intermediate_size",)) or shape["ffn"]
+    if family == "falcon" and config.get("multi_query", True) and not config.get("new_decoder_architecture"):
+        shape["kv_heads"] = 1
+    if shape["ffn"] is None and family in _FFN_FOUR_HIDDEN and shape["hidden"] is not None:
+        shape["ffn"] = 4 * int(shape["hidden"])
+    if kind == "encoder-decoder":
+        encoder = _config_int(config, "encoder_layers", ("encoder_layers", "num_layers"))
+        if encoder is None:
+            raise CatalogueError("missing encoder_layers (or num_layers)")
+        decoder = _config_int(config, "decoder_layers", ("decoder_layers", "num_decoder_layers")) or encoder
+        shape["encoder_layers"], shape["decoder_layers"], shape["layers"] = encoder, decoder, None
+    if kind == "vision-transformer":
+        labels = config.get("id2label")
+        shape["num_classes"] = len(labels) if isinstance(labels, Mapping) and labels else None
+    for field in _REQUIRED[kind]:
+        if shape.get(field) is None:
+            raise CatalogueError(f"missing {_CONFIG_KEYS[field][0]} (a {kind} config needs "
+                                 f"{', '.join(_CONFIG_KEYS[f][0] for f in _REQUIRED[kind])})")
+    if kind != "vision-transformer" and shape.get("position") == "learned" and not shape.get("max_positions"):
+        raise CatalogueError("missing max_position_embeddings (learned positions are parameters)")
+    dropout = _config_value(config, _DROPOUT_KEYS)
+    if isinstance(dropout, (int, float)) and not isinstance(dropout, bool):
+        shape["dropout"] = dropout > 0
+    attention = _config_value(config, _ATTENTION_DROPOUT_KEYS)
+    if isinstance(attention, (int, float)) and not isinstance(attention, bool):
+        shape["attention_dropout"] = attention > 0
+    heads, hidden = int(shape["heads"]), int(shape["hidden"])
+    if shape.get("head_dim") is None and hidden % heads:
+        raise CatalogueError(f"hidden_size {hidden} is not a multiple of the {heads} attention heads; give head_dim")
+    name = config.get("_name_or_path")
+    if isinstance(name, str) and name.strip() and len(name) <= MAX_NAME_CHARS and "\n" not in name:
+        key = name.strip()
+    else:
+        key = f"{family} ({os.path.basename(path) or path})"
+    frozen = _freeze(shape)
+    params = count_params(ModelSpec(key=key, kind=kind, params=1, source="", shape=frozen, aliases=()))
+    if params is None or params <= 0:
+        raise CatalogueError("cannot count the parameters of this config")
+    how = f"flags of {template_key}" + ("" if family in CONFIG_FAMILIES else f", model_type {family} as Llama-like")
+    source = f"Hugging Face config (model_type {family}; widths from the config, {how})"
+    return ModelSpec(key=key, kind=kind, params=params, source=source, shape=frozen, aliases=(),
+                     origin=f"config {path}")
 
 
 # ------------------------------------------------------------------------------ GPUs

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import IO, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
@@ -31,12 +32,14 @@ from .catalogue import (
     find_gpu,
     find_model,
     gpu_from_memory,
+    model_from_config,
     list_gpus,
     list_instances,
     list_models,
 )
-from .costmodel import estimate
+from .costmodel import estimate, lora_params
 from .report import gib, render_text, to_json
+from .files import read_text
 from .run import (
     COMMAND_LINE,
     DEFAULT,
@@ -44,10 +47,16 @@ from .run import (
     LIMITS,
     OPTIMIZERS,
     PRECISIONS,
+    QUANTIZATIONS,
     SHARDINGS,
+    TASK_KINDS,
+    TASKS,
+    VOCABULARY_TASKS,
     RunSpec,
     RunSpecError,
+    parse_lora_targets,
     shown_value,
+    task_of_class,
 )
 from .solver import solve
 
@@ -134,6 +143,20 @@ def _count(text: str) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class _Targets:
+    """``--lora-targets``: the names, or ``None`` for every linear layer (``all-linear``)."""
+
+    names: Optional[Tuple[str, ...]]
+
+
+def _lora_targets(text: str) -> _Targets:
+    try:
+        return _Targets(parse_lora_targets(text))
+    except RunSpecError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 # ------------------------------------------------------------------------------ parsers
 
 
@@ -176,6 +199,20 @@ def _add_estimate_arguments(est: argparse.ArgumentParser) -> None:
                      help="single-kernel optimizer step (fused=True), no foreach temporaries")
     est.add_argument("--lora", type=_bounded("lora_rank"), nargs="?", const=DEFAULT_LORA_RANK, metavar="RANK",
                      help=f"LoRA adapters on every linear layer (rank {DEFAULT_LORA_RANK} when not given)")
+    est.add_argument("--lora-targets", type=_lora_targets, metavar="NAMES",
+                     help="comma-separated module names the LoRA adapters wrap (q_proj,v_proj); default every "
+                          "linear layer; implies --lora")
+    est.add_argument("--task", choices=TASKS,
+                     help="the head the model carries: an LM head (causal-lm, seq2seq), an encoder's masked-LM "
+                          "head (masked-lm), a classifier (seq-cls, token-cls, image-cls) or none (backbone)")
+    est.add_argument("--quantization", choices=QUANTIZATIONS,
+                     help="frozen base weights stored quantized: bitsandbytes int8 (LLM.int8()) or 4-bit "
+                          "nf4/fp4 (QLoRA); train LoRA adapters or --trainable-params on top")
+    est.add_argument("--trainable-params", type=_count, metavar="N",
+                     help="only N parameters train (adapters, prefix tuning, a frozen backbone): gradients "
+                          "and optimizer state for N only")
+    est.add_argument("--model-config", metavar="FILE",
+                     help="a Hugging Face config.json for a model outside the catalogue")
     est.add_argument("--format", choices=("text", "json"), default="text")
 
 
@@ -242,7 +279,7 @@ def _write(stream: IO[str], text: str) -> None:
 
 def _read_script(path: str) -> RunSpec:
     """The run SCRIPT describes, read under the linter's per-file CPU budget."""
-    extract = importlib.import_module(_EXTRACT)
+    reader = importlib.import_module(_EXTRACT)
     from ..analysis.walker import BudgetExceeded
     from ..engine import BUDGET_SECONDS, _time_budget
 
@@ -251,7 +288,7 @@ def _read_script(path: str) -> RunSpec:
     deadline = time.process_time() + BUDGET_SECONDS
     try:
         with _time_budget(BUDGET_SECONDS):
-            run = extract.read_run(path)
+            run = reader.read_run(path)
     except BudgetExceeded:
         _fail(too_slow)
     except (CatalogueError, RunSpecError) as err:
@@ -288,14 +325,26 @@ _OVERRIDES = (
 
 def build_run(args: argparse.Namespace) -> RunSpec:
     """The run from SCRIPT (if any) with the command line's overrides applied on top."""
+    if args.model is not None and args.model_config is not None:
+        _fail("give --model or --model-config, not both")
     run = _read_script(args.script) if args.script else RunSpec()
     changes: Dict[str, Any] = {}
+    model = None
+    config: Any = None
     if args.model is not None:
-        changes["model"] = find_model(args.model)
+        model = find_model(args.model)
+    elif args.model_config is not None:
+        model, config = _model_config(args.model_config)
+    if model is not None:
+        changes["model"] = model
         if args.params is None and (run.params is not None or run.model_label is not None):
             # the script's parameter count and label belong to the model it built, not this one
             dropped = {k: v for k, v in run.sources.items() if k not in ("params", "model_label")}
             run = run.replace(params=None, model_label=None, sources=dropped)
+        if run.task is not None and model.kind not in TASK_KINDS[run.task]:
+            # the script's head belongs to its model: this one gets its own (or --task)
+            dropped = {k: v for k, v in run.sources.items() if k not in ("task", "lm_head")}
+            run = run.replace(task=None, lm_head=None, sources=dropped)
     if args.params is not None:
         changes["params"] = args.params
     for name in _OVERRIDES:
@@ -304,14 +353,63 @@ def build_run(args: argparse.Namespace) -> RunSpec:
             changes[name] = value
     if args.lora is not None:
         changes["lora"], changes["lora_rank"] = True, args.lora
+    if args.lora_targets is not None:
+        changes["lora_targets"] = args.lora_targets.names
+        if args.lora is None and not run.lora:
+            changes["lora"], changes["lora_rank"] = True, DEFAULT_LORA_RANK
+    if args.task is not None:
+        changes["task"], changes["lm_head"] = args.task, args.task in VOCABULARY_TASKS
+    if args.quantization is not None:
+        changes["quantization"] = args.quantization
+    if args.trainable_params is not None:
+        changes["trainable_params"] = args.trainable_params
     if args.max_new_tokens is not None and args.generation is None:
         changes["generation"] = True  # a number of new tokens means generating
     if changes:
         run = run.replace(source=COMMAND_LINE, **changes)
+    if config is not None and args.task is None:
+        run = _config_task(run, config, args.model_config)
     sources = dict(run.sources)
     for name in ("precision", "optimizer"):
         sources.setdefault(name, DEFAULT)
     return run.replace(sources=sources).with_native_image_size()
+
+
+def _model_config(path: str) -> Tuple[Any, Any]:
+    """The ``ModelSpec`` of a Hugging Face ``config.json`` (``--model-config``) and the parsed
+    config: read like SCRIPT (a regular file of at most 1 MiB), parsed as JSON, every failure one
+    line."""
+    try:
+        text = read_text(path, "model config")
+    except RunSpecError as err:
+        _fail(f"{path}: {err}")
+    except OSError as err:
+        _fail(f"cannot read {path}: {err.strerror or err}")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        _fail(f"{path}: not valid JSON: {err.msg} (line {err.lineno})")
+    except (ValueError, RecursionError) as err:  # an integer too long to convert, nesting too deep
+        _fail(f"{path}: not valid JSON: {type(err).__name__}")
+    try:
+        return model_from_config(config, path), config
+    except CatalogueError as err:
+        _fail(f"{path}: {err}")
+
+
+def _config_task(run: RunSpec, config: Any, path: str) -> RunSpec:
+    """The task the config's ``architectures`` names (``BertForMaskedLM``: masked-lm), when the
+    script or the command line did not give one."""
+    if run.task is not None or run.model is None:
+        return run
+    classes = config.get("architectures") if isinstance(config, dict) else None
+    if not isinstance(classes, list) or not classes or not isinstance(classes[0], str):
+        return run
+    task = task_of_class(classes[0], run.model.kind)
+    if task is None:
+        return run
+    return run.replace(source=f"{os.path.basename(path)} architectures", task=task,
+                       lm_head=task in VOCABULARY_TASKS)
 
 
 # ------------------------------------------------------------------------------ the target
@@ -433,6 +531,9 @@ def _estimate(args: argparse.Namespace) -> int:
     if run.sharding != "none" and "world_size" not in run.sources and gpu is not None and gpu.count > 1:
         run = run.replace(source=f"{gpu.key} GPU count", world_size=gpu.count)
     run.check()
+    if run.lora and run.lora_targets is not None and run.trainable_params is None and lora_params(run) == 0:
+        _fail(f"the LoRA targets {','.join(run.lora_targets)} name no linear layer of {run.display_name} "
+              f"(a {run.model.kind if run.model is not None else 'model'}{_mlp_words(run)})")
     result = estimate(run, gpu)
     solution = solve(result)
     if args.format == "json":
@@ -448,6 +549,12 @@ def _estimate(args: argparse.Namespace) -> int:
             text = f"{body}{gap}note: GPU {gpu.key} from {origin} (--gpu or --gpu-memory overrides it)\n"
     _write(sys.stdout, text)
     return 1 if result.fits is False else 0
+
+
+def _mlp_words(run: RunSpec) -> str:
+    shape = run.model.shape if run.model is not None else {}
+    kind = shape.get("ffn_kind")
+    return "" if kind in ("swiglu", "geglu") or kind is None else f" whose {kind} MLP has no gate projection"
 
 
 def _gpus(args: argparse.Namespace) -> int:

@@ -92,10 +92,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
+
+from .run import lora_target_kinds
 
 if TYPE_CHECKING:
-    from .catalogue import GpuTarget
+    from .catalogue import GpuTarget, ModelSpec
     from .run import RunSpec
 
 # =============================================================================== CALIBRATION
@@ -363,6 +365,31 @@ FSDP_GATHERED_LAYERS_COUNT = 2
 
 #: ASSUMED PEFT (autocast_adapter_dtype=True) keeps LoRA adapter weights in fp32.
 LORA_ADAPTER_BYTES = 4
+
+#: PUBLISHED Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §3, "4-bit NormalFloat": each weight of
+#: a quantized linear layer is stored in 4 bits (NF4; bitsandbytes' FP4 is the same width).
+QUANTIZED_4BIT_BITS_PER_PARAMETER = 4
+#: PUBLISHED QLoRA §3, "Double Quantization": blocks of 64 weights share one fp32 absmax constant,
+#: 32/64 = 0.5 bits per parameter (bitsandbytes' default, ``bnb_4bit_use_double_quant=False``:
+#: the high end of the interval).
+QUANTIZED_4BIT_BLOCK_ELEMENTS = 64
+QUANTIZED_4BIT_ABSMAX_BYTES = 4
+#: PUBLISHED QLoRA §3: double quantization stores those constants as 8-bit floats in blocks of 256,
+#: each block with one fp32 constant of its own: 8/64 + 32/(64·256) = 0.127 bits per parameter,
+#: "4.127 bits per parameter" in all, the setting QLoRA trains with (the point).
+DOUBLE_QUANT_ABSMAX_BYTES = 1
+DOUBLE_QUANT_BLOCK_ELEMENTS = 256
+#: PUBLISHED bitsandbytes docs, LLM.int8() (Dettmers et al. 2022, arXiv:2208.07339 §3.1, vector-wise
+#: quantization; ``Int8Params``: CB and SCB): a quantized linear layer keeps int8 weights, 1 byte per
+#: parameter, and one fp32 absmax scale per output row.
+INT8_WEIGHT_BYTES = 1
+INT8_ROW_SCALE_BYTES = 4
+#: PUBLISHED bitsandbytes ``autograd/_functions.py``: ``MatMul4Bit`` dequantizes the whole weight of
+#: the layer it runs to the compute dtype (``F.dequantize_4bit``) for the forward and again for the
+#: backward, and ``MatMul8bitLt``'s backward does the same (``CB * SCB / 127``); the copy is freed
+#: after the matmul, so one layer's weight in 16 bits (the matmul class) is live on top of the
+#: quantized model: the largest linear layer is priced.
+DEQUANTIZED_LAYERS_COUNT = 1
 
 #: MEASURED tests/calibration/gpu_h200.json, Qwen2-0.5B in bf16, b8 x 1024, LoRA r=8 on every
 #: linear (peft 0.21): the forward keeps 19.60 GiB against 15.20 GiB without adapters. PEFT
@@ -842,12 +869,20 @@ def lora_casts_inputs(run: RunSpec) -> bool:
     return run.lora and run.training and run.precision in ("fp16", "bf16")
 
 
-def _lora_input_casts_per_token(st: _Stack) -> float:
-    """Bytes per token per layer of PEFT's fp32 casts of the adapted linears' inputs."""
+def _lora_input_casts_per_token(st: _Stack, kinds: Optional[FrozenSet[str]] = None) -> float:
+    """Bytes per token per layer of PEFT's fp32 casts of the adapted linears' inputs (``kinds``:
+    the adapted projections, ``None`` = all): one per adapted projection of its input width."""
     experts = max(st.experts_per_token, 1)
     gated = st.ffn_kind in ("swiglu", "geglu")
-    widths = (1 if st.qkv_fused else 3) * st.hidden + st.attention_width  # q, k, v; o
-    widths += ((2 if gated else 1) * st.hidden + st.ffn) * experts  # gate, up; down
+    widths = 0
+    if st.qkv_fused:
+        widths += st.hidden if _adapted("qkv", kinds) else 0
+    else:
+        widths += sum(st.hidden for kind in ("q", "k", "v") if _adapted(kind, kinds))
+    widths += st.attention_width if _adapted("o", kinds) else 0
+    mlp = (st.hidden if gated and _adapted("gate", kinds) else 0) + (st.hidden if _adapted("up", kinds) else 0)
+    mlp += st.ffn if _adapted("down", kinds) else 0
+    widths += mlp * experts
     return LORA_INPUT_CAST_COPIES_COUNT * widths * LORA_ADAPTER_BYTES
 
 
@@ -868,7 +903,7 @@ def _stack_activations(
     layer = _layer_bytes_per_token(st, run.precision, fused, seq) * tokens
     layer += _position_bias_bytes(st, run.precision, fused, seq, seq, causal)
     if lora_casts_inputs(run):
-        layer += _lora_input_casts_per_token(st) * tokens
+        layer += _lora_input_casts_per_token(st, lora_kinds(run)) * tokens
     if run.training and not run.checkpointing:
         acts.add(f"{prefix}layers", layer * st.layers)
         if _fused_only_at_the_low_end(st, run):
@@ -904,7 +939,7 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
             # caller's input, not an activation: tests/calibration/activations_vit.json non_layer)
             acts.add("patch_input", batch * channels * image * image * dt["matmul"])
         recompute.append(_stack_activations(acts, "", st, run, batch, patches))
-        if run.training and _int(shape, "num_classes"):
+        if run.training and _int(shape, "num_classes") and run.task != "backbone":
             # the classifier reads the class token: without autocast a view that pins the whole
             # normed output, under amp a 16-bit cast of that one token
             # (tests/calibration/activations_vit.json non_layer bsh 8/4/4, amp bh 2)
@@ -922,12 +957,13 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
     if seq is None:
         return None, "sequence length unknown"
     vocab = _int(shape, "vocab")
+    head = run.vocabulary_head  # None: a decoder's LM head, an encoder's head not known
     if kind in ("decoder", "encoder"):
         st = _stack(shape)
         if st is None:
             return None, "the catalogue shape lacks the layer widths"
         recompute.append(_stack_activations(acts, "", st, run, batch, seq, causal=kind == "decoder"))
-        final, lm_positions = st, (batch * seq if kind == "decoder" else 0)
+        final, lm_positions = st, (batch * seq if kind == "decoder" and head is not False else 0)
     else:  # encoder-decoder
         enc, dec = _stack(shape, "encoder_layers"), _stack(shape, "decoder_layers")
         if enc is None or dec is None:
@@ -957,25 +993,25 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
             # shared by every decoder layer's k and v projections (under amp each keeps a cast)
             acts.add("encoder_output", dec.hidden * dt["matmul"] * batch * enc_seq)
         recompute.extend([enc_layer, dec_layer + cross])
-        final, lm_positions = dec, dec_tokens
+        final, lm_positions = dec, (dec_tokens if head is not False else 0)
     tokens = batch * seq
     if run.training:
-        head_input = final.hidden * dt["matmul"] if kind != "encoder" else 0.0
+        head_input = final.hidden * dt["matmul"] if kind != "encoder" and run.task != "backbone" else 0.0
         acts.add("final_norm_and_head_input", (_norms_bytes_per_token(final, run.precision, 1) + head_input) * tokens)
     if kind == "encoder" and vocab and not run.generation:
         # an encoder's head: none or a classifier (priced, as the calibration's "cls" head) or a
-        # masked-LM head over the vocabulary; the reader knows which from the model class, the
-        # command line does not, and then the MLM head widens the high end only
+        # masked-LM head over the vocabulary; the task or the reader (from the model class) says
+        # which, and when neither does the MLM head widens the high end only
         per = MLM_HEAD_BYTES_PER_HIDDEN[run.precision] * st.hidden + MLM_HEAD_BYTES_PER_TOKEN
         with_loss = run.training or bool(run.eval_loss)
         mlm = (per + _logits_bytes_per_position(vocab, dt, with_loss=with_loss, upcast=False)) * tokens
-        if run.lm_head:
+        if head:
             acts.add("mlm_head_and_logits", mlm)
-        elif run.lm_head is None:
+        elif head is None:
             acts.widen(mlm, logits=True)
             acts.notes.append("encoder head not known: a classification head is priced, the high end "
-                              "includes a masked-LM head over the vocabulary (read from the model "
-                              "class when the run comes from a script)")
+                              "includes a masked-LM head over the vocabulary (--task masked-lm or seq-cls "
+                              "says which; a script's model class says it)")
     if vocab and lm_positions:
         if run.generation:
             point_positions = batch * GENERATION_LOGITS_POSITIONS_COUNT
@@ -1098,35 +1134,150 @@ def _cnn_activations(run: RunSpec, shape: Mapping[str, Any]) -> Term:
 # ================================================================================ parameters
 
 
-def lora_params(run: RunSpec) -> Optional[int]:
-    """Adapter parameters of rank ``run.lora_rank`` on every linear layer of the blocks.
+@dataclass(frozen=True)
+class _Linear:
+    """The linear layers of one kind in the blocks: ``count`` matrices of ``d_in x d_out``."""
 
-    PUBLISHED Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §4: adapters on every linear layer
-    of the blocks (attention q, k, v, o and the MLP, all experts of an MoE layer), each
-    ``r·(d_in + d_out)`` parameters. ``None`` for models without a transformer shape.
-    """
-    model = run.model
+    kind: str  # q, k, v, o, qkv (fused), gate, up, down
+    d_in: int
+    d_out: int
+    count: int
+
+    @property
+    def elements(self) -> int:
+        return self.d_in * self.d_out * self.count
+
+
+def _stacks(model: Optional[ModelSpec]) -> Optional[List[Tuple[_Stack, int]]]:
+    """The transformer stacks of a model and the attention blocks per layer of each (2 in an
+    encoder-decoder's decoder: self- and cross-attention); ``None`` without a transformer shape.
+    A multimodal decoder's vision tower is not included."""
     if model is None or model.kind not in _TRANSFORMER_KINDS:
         return None
     shape = model.shape
-    stacks: List[Tuple[Optional[_Stack], int]] = []  # (stack, attention blocks per layer)
+    found: List[Tuple[Optional[_Stack], int]]
     if model.kind == "encoder-decoder":
-        stacks = [(_stack(shape, "encoder_layers"), 1), (_stack(shape, "decoder_layers"), 2)]
+        found = [(_stack(shape, "encoder_layers"), 1), (_stack(shape, "decoder_layers"), 2)]
     else:
-        stacks = [(_stack(shape), 1)]
+        found = [(_stack(shape), 1)]
         text = shape.get("text")
         if isinstance(text, Mapping):
-            stacks.append((_stack(text), 1))
-    total = 0
-    for st, blocks in stacks:
-        if st is None:
-            return None
-        h, aw, kw = st.hidden, st.attention_width, st.kv_width
-        attention = (h + aw) + 2 * (h + kw) + (aw + h)  # q, k, v, o
-        matrices = 3 if st.ffn_kind in ("swiglu", "geglu") else 2
-        mlp = matrices * (h + st.ffn) * max(st.experts, 1)
-        total += st.layers * run.lora_rank * (blocks * attention + mlp)
-    return total
+            found.append((_stack(text), 1))
+    if any(st is None for st, _ in found):
+        return None
+    return [(st, blocks) for st, blocks in found if st is not None]
+
+
+def _stack_linears(st: _Stack, blocks: int) -> List[_Linear]:
+    h, aw, kw, f = st.hidden, st.attention_width, st.kv_width, st.ffn
+    attention: List[Tuple[str, int, int]] = (
+        [("qkv", h, aw + 2 * kw)] if st.qkv_fused else [("q", h, aw), ("k", h, kw), ("v", h, kw)])
+    attention.append(("o", aw, h))
+    mlp = ([("gate", h, f)] if st.ffn_kind in ("swiglu", "geglu") else []) + [("up", h, f), ("down", f, h)]
+    experts = max(st.experts, 1)
+    found = [_Linear(kind, d_in, d_out, st.layers * blocks) for kind, d_in, d_out in attention]
+    found += [_Linear(kind, d_in, d_out, st.layers * experts) for kind, d_in, d_out in mlp]
+    return found
+
+
+def block_linears(model: Optional[ModelSpec]) -> Optional[List[_Linear]]:
+    """Every linear layer of the transformer blocks (attention q, k, v, o or a fused qkv, every
+    encoder-decoder cross-attention, the MLP of every expert), from the catalogue shape: what LoRA
+    adapts by default and what bitsandbytes quantizes. Embeddings, norms and the LM head are not
+    among them. ``None`` without a transformer shape."""
+    stacks = _stacks(model)
+    if stacks is None:
+        return None
+    return [linear for st, blocks in stacks for linear in _stack_linears(st, blocks)]
+
+
+def lora_kinds(run: RunSpec) -> Optional[FrozenSet[str]]:
+    """The projection kinds ``run.lora_targets`` names (``None`` = every linear layer)."""
+    if run.lora_targets is None:
+        return None
+    kind = run.model.kind if run.model is not None else None
+    found: Set[str] = set()
+    for name in run.lora_targets:
+        found |= lora_target_kinds(name, kind)
+    return frozenset(found)
+
+
+def _adapted(linear_kind: str, kinds: Optional[FrozenSet[str]]) -> bool:
+    if kinds is None:
+        return True
+    if linear_kind == "qkv":  # one fused projection holds q, k and v
+        return bool(kinds & {"q", "k", "v"})
+    return linear_kind in kinds
+
+
+def lora_params(run: RunSpec) -> Optional[int]:
+    """Adapter parameters of rank ``run.lora_rank`` on the linear layers ``run.lora_targets``
+    names, by default every linear layer of the blocks.
+
+    PUBLISHED Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §4: adapters on every linear layer
+    of the blocks (attention q, k, v, o and the MLP, all experts of an MoE layer), each
+    ``r·(d_in + d_out)`` parameters (Hu et al. 2021, LoRA, arXiv:2106.09685 §4.1); a fused q/k/v
+    projection (GPT-2's c_attn) is one layer. ``None`` for models without a transformer shape.
+    """
+    linears = block_linears(run.model)
+    if linears is None:
+        return None
+    kinds = lora_kinds(run)
+    return sum(run.lora_rank * (lin.d_in + lin.d_out) * lin.count for lin in linears if _adapted(lin.kind, kinds))
+
+
+def _quantized_weights(run: RunSpec, params: int, weight_bytes: int) -> Tuple[Term, float]:
+    """The stored weights of a model whose block linears bitsandbytes quantizes, and the bytes of
+    the one layer dequantized at a time (``DEQUANTIZED_LAYERS_COUNT``).
+
+    transformers' bitsandbytes integration replaces the ``nn.Linear`` layers of the model except
+    the output head (``get_keys_to_not_convert``); embeddings, norms, biases and the LM head stay
+    in the compute dtype (the precision's weight bytes). 4-bit: ``QUANTIZED_4BIT_*`` with double
+    quantization at the point and the low end, without it at the high end; int8: one byte per
+    weight plus an fp32 scale per output row. Without a transformer shape the quantized share is
+    unknown: between all parameters quantized and none.
+    """
+    mode = run.quantization
+    if mode in ("nf4", "fp4"):
+        block = QUANTIZED_4BIT_BLOCK_ELEMENTS
+        bits = QUANTIZED_4BIT_BITS_PER_PARAMETER / 8
+        double = bits + DOUBLE_QUANT_ABSMAX_BYTES / block + QUANTIZED_4BIT_ABSMAX_BYTES / (
+            block * DOUBLE_QUANT_BLOCK_ELEMENTS)
+        single = bits + QUANTIZED_4BIT_ABSMAX_BYTES / block
+    else:
+        double = single = float(INT8_WEIGHT_BYTES)
+    linears = block_linears(run.model)
+    if linears is None:
+        return _unknown(f"{mode} weights: which layers are quantized is not known (no transformer shape)",
+                        low=int(params * double), high=params * weight_bytes), 0.0
+    quantized = sum(lin.elements for lin in linears)
+    rows = sum(lin.d_out * lin.count for lin in linears)
+    rest = max(params - quantized, 0) * weight_bytes
+    scales = rows * INT8_ROW_SCALE_BYTES if mode == "int8" else 0
+    point = quantized * double + scales + rest
+    high = quantized * single + scales + rest
+    largest = max(lin.d_in * lin.d_out for lin in linears)
+    transient = DEQUANTIZED_LAYERS_COUNT * largest * ACTIVATION_BYTES[run.precision]["matmul"]
+    detail = "4.127 bits each with double quantization" if mode != "int8" else "1 byte each, an fp32 scale per row"
+    note = (f"{quantized:,} block weights in {mode} ({detail}), {max(params - quantized, 0):,} in "
+            f"{run.precision}, one layer dequantized ({largest:,} weights)")
+    return Term(int(math.ceil(point)), int(point), int(math.ceil(high)), note), transient
+
+
+def _dropped_head_params(run: RunSpec) -> int:
+    """Parameters of a catalogue decoder's (or encoder-decoder's) LM head that a task without one
+    (``seq-cls``, ``token-cls``, ``backbone``) does not have: an untied ``vocab x width`` matrix
+    (a tied head is the embedding, which stays). The classifier that replaces it (``hidden x
+    labels``) is not counted."""
+    model = run.model
+    if run.params is not None or model is None or run.vocabulary_head is not False:
+        return 0
+    if model.kind not in ("decoder", "encoder-decoder") or model.shape.get("tied_embeddings", False):
+        return 0
+    shape = model.shape
+    vocab = _int(shape, "vocab") or 0
+    width = _int(shape, "embedding_dim") or _int(shape, "hidden") or 0
+    return vocab * width + (vocab if shape.get("lm_head_bias", False) else 0)
 
 
 def _cast_params(run: RunSpec, params: int) -> Tuple[float, str]:
@@ -1137,7 +1288,7 @@ def _cast_params(run: RunSpec, params: int) -> Tuple[float, str]:
     shape = model.shape
     hidden, vocab = _int(shape, "hidden") or 0, _int(shape, "vocab") or 0
     excluded = 0
-    has_head = model.kind in ("decoder", "encoder-decoder")
+    has_head = model.kind in ("decoder", "encoder-decoder") and run.vocabulary_head is not False
     if vocab and (not has_head or not shape.get("tied_embeddings", False)):
         excluded += vocab * (_int(shape, "embedding_dim") or hidden)  # looked up, not multiplied
     if shape.get("position") == "learned":
@@ -1145,7 +1296,12 @@ def _cast_params(run: RunSpec, params: int) -> Tuple[float, str]:
     layers = (_int(shape, "layers") or 0) + (_int(shape, "encoder_layers") or 0) + (_int(shape, "decoder_layers") or 0)
     norms = layers * (_int(shape, "norms_per_layer") or 2) + (_int(shape, "decoder_layers") or 0) + 2
     excluded += norms * hidden * (2 if shape.get("norm") == "layernorm" else 1)
-    return float(max(params - excluded, 0)), "16-bit copies of the matmul weights"
+    why = "16-bit copies of the matmul weights"
+    linears = block_linears(model) if run.quantization != "none" else None
+    if linears is not None:  # bitsandbytes dequantizes those itself; autocast casts the rest
+        excluded += sum(lin.elements for lin in linears)
+        why += f" that are not {run.quantization}"
+    return float(max(params - excluded, 0)), why
 
 
 # ====================================================================================== model
@@ -1183,9 +1339,16 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
     params = run.total_params
     terms: Dict[str, Term] = {}
     notes: List[str] = []
+    dropped = _dropped_head_params(run)
+    if params is not None and dropped:
+        params -= dropped
+        notes.append(f"task {run.task or 'without an LM head'}: no LM head over the vocabulary, "
+                     f"{dropped:,} parameters fewer than {run.display_name}'s")
     w_div, g_div, o_div = _shard_divisors(run)
     weight_bytes = WEIGHT_BYTES_BY_PRECISION[run.precision]
-    adapters = lora_params(run) if run.lora and run.training else 0
+    adapters: Optional[int] = 0
+    if run.lora and run.training:
+        adapters = run.trainable_params if run.trainable_params is not None else lora_params(run)
     master = run.training and run.precision in ("fp16", "bf16") and run.sharding in _ZERO_STAGES and not run.lora
 
     # trainable parameters and the dtype of their gradients/states
@@ -1194,27 +1357,49 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
         trainable = 0
     elif run.lora:
         trainable = adapters
+    elif run.trainable_params is not None:
+        trainable = run.trainable_params if params is None else min(run.trainable_params, params)
     else:
         trainable = params
     train_bytes = LORA_ADAPTER_BYTES if run.lora else weight_bytes
     state_bytes = FP32_BYTES if master else train_bytes
+    if run.trainable_params is not None and run.training and not run.lora:
+        notes.append(f"{trainable:,} trainable parameters: gradients and optimizer state for them only; "
+                     "activations priced as if every layer passes gradients back")
 
     # weights
     if params is None:
         terms["weights"] = _unknown("parameter count unknown")
     else:
-        base = params * weight_bytes + (adapters or 0) * LORA_ADAPTER_BYTES
+        transient = 0.0
+        if run.quantization != "none":
+            stored, transient = _quantized_weights(run, params, weight_bytes)
+        else:
+            stored = _exact(params * weight_bytes)
+        extra = (adapters or 0) * LORA_ADAPTER_BYTES
+        values = [None if stored.bytes is None else stored.bytes + extra, stored.low + extra,
+                  None if stored.high is None else stored.high + extra]
+        note = stored.note
         if w_div > 1:
             layers = _layer_count(run)
-            unit = base / layers if layers else float(base)
-            gathered = min(float(base), base / w_div + FSDP_GATHERED_LAYERS_COUNT * unit)
-            terms["weights"] = Term(int(math.ceil(gathered)), int(base / w_div), int(math.ceil(gathered)),
-                                    f"1/{w_div} shard + gathered layers")
+
+            def gathered(base: float) -> float:
+                unit = base / layers if layers else float(base)
+                return min(float(base), base / w_div + FSDP_GATHERED_LAYERS_COUNT * unit)
+
+            values = [None if values[0] is None else gathered(values[0]), values[1] / w_div,
+                      None if values[2] is None else gathered(values[2])]
+            note = "; ".join(n for n in (f"1/{w_div} shard + gathered layers", note) if n)
+        point, low, high = (None if v is None else v + transient for v in values)
+        if point is None or high is None:
+            terms["weights"] = Term(None, int(low or 0), None if high is None else int(math.ceil(high)), note)
+        elif w_div > 1 or stored.low != stored.high:
+            terms["weights"] = Term(int(math.ceil(point)), int(low or 0), int(math.ceil(high)), note)
         else:
-            terms["weights"] = _exact(base)
+            terms["weights"] = _exact(point, note)
         if run.lora and adapters is None:
             terms["weights"] = _unknown("LoRA adapter size unknown (no transformer shape)",
-                                        low=params * weight_bytes // w_div)
+                                        low=int(values[1] or 0) + int(transient))
 
     # gradients, optimizer state, master weights, optimizer step temporaries
     if not run.training:

@@ -55,7 +55,6 @@ import io
 import json
 import os
 import re
-import stat
 import tokenize
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
@@ -68,6 +67,8 @@ from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
 from .catalogue import CatalogueError, ModelSpec, count_params, find_model
+from .files import MAX_FILE_BYTES, MAX_FILE_TEXT, read_bytes
+from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS
 from .run import DEFAULT_LORA_RANK, RunSpec, RunSpecError
 
 #: Last part of a class whose ``from_pretrained`` builds a model.
@@ -82,43 +83,6 @@ NOT_MODELS = re.compile(r"(Tokenizer|Config|Processor|FeatureExtractor|ImageProc
 #: transformers pipeline tasks that generate tokens (a KV cache grows).
 GENERATION_TASKS = frozenset({"text-generation", "text2text-generation", "summarization", "translation",
                               "conversational", "image-to-text", "automatic-speech-recognition"})
-
-
-#: torch.optim classes by the cost model's optimizer names. NAdam/RAdam/Adamax/Adadelta keep
-#: two state tensors per parameter, as Adam does.
-TORCH_OPTIMIZERS = {
-    "torch.optim.SGD": "sgd",
-    "torch.optim.Adam": "adam",
-    "torch.optim.AdamW": "adamw",
-    "torch.optim.NAdam": "adam",
-    "torch.optim.RAdam": "adam",
-    "torch.optim.Adamax": "adam",
-    "torch.optim.Adadelta": "adam",
-    "torch.optim.Adagrad": "adagrad",
-    "torch.optim.RMSprop": "rmsprop",
-    "torch.optim.Adafactor": "adafactor",
-}
-
-#: Third-party optimizers by import name.
-EXTERNAL_OPTIMIZERS = {
-    "bitsandbytes.optim.AdamW8bit": "adamw-8bit",
-    "bitsandbytes.optim.Adam8bit": "adamw-8bit",
-    "bitsandbytes.optim.PagedAdamW8bit": "adamw-8bit",
-    "bitsandbytes.optim.PagedAdam8bit": "adamw-8bit",
-    "bitsandbytes.optim.AdamW": "adamw",
-    "bitsandbytes.optim.Lion": "lion",
-    "lion_pytorch.Lion": "lion",
-    "transformers.Adafactor": "adafactor",
-    "transformers.optimization.Adafactor": "adafactor",
-}
-
-#: ``TrainingArguments(optim=...)`` values (transformers ``OptimizerNames``).
-HF_OPTIM = {
-    "adamw_hf": "adamw", "adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adamw_apex_fused": "adamw",
-    "adamw_anyprecision": "adamw", "adamw_bnb_8bit": "adamw-8bit", "adamw_8bit": "adamw-8bit",
-    "paged_adamw_8bit": "adamw-8bit", "paged_adamw_32bit": "adamw", "adafactor": "adafactor", "sgd": "sgd",
-    "adagrad": "adagrad", "rmsprop": "rmsprop", "lion_32bit": "lion", "paged_lion_32bit": "lion",
-}
 
 
 #: Lightning ``Trainer(precision=...)``.
@@ -172,30 +136,19 @@ class RunReading:
     on_gpu: Optional[bool] = None
 
 
-#: The largest script ``read_run`` reads. Training scripts are tens of kilobytes; building the
-#: astroid tree costs a couple of hundred times a file's size in memory (a 20 MB file took 4.7 GB).
-MAX_SCRIPT_BYTES = 1024 * 1024
-MAX_SCRIPT_TEXT = "1 MiB"
+#: The largest script ``read_run`` reads (``files.MAX_FILE_BYTES``).
+MAX_SCRIPT_BYTES = MAX_FILE_BYTES
+MAX_SCRIPT_TEXT = MAX_FILE_TEXT
 
 
 def read_source(path: str) -> str:
     """A script's text, decoded the way Python and flake8 decode it (a UTF-8 BOM or a
     ``# -*- coding: ... -*-`` line decides; ``tokenize.detect_encoding``), newlines normalised.
 
-    Refuses with ``RunSpecError`` what is not a regular file (checked with ``os.stat`` before
-    opening: opening a FIFO blocks until a writer comes, a device may never end) and files over
-    ``MAX_SCRIPT_BYTES``; at most that many bytes are ever read. ``OSError`` when it cannot be
+    Refuses with ``RunSpecError`` what is not a regular file and files over ``MAX_SCRIPT_BYTES``
+    (``files.read_bytes``); at most that many bytes are ever read. ``OSError`` when it cannot be
     opened."""
-    info = os.stat(path)
-    _check_file(info.st_mode, info.st_size)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    descriptor = os.open(path, flags)
-    with os.fdopen(descriptor, "rb") as handle:
-        opened = os.fstat(handle.fileno())  # the file opened is the one that was checked
-        _check_file(opened.st_mode, opened.st_size)
-        data = handle.read(MAX_SCRIPT_BYTES + 1)
-    if len(data) > MAX_SCRIPT_BYTES:  # it grew, or its size was not known (/proc)
-        raise RunSpecError(f"is over the {MAX_SCRIPT_TEXT} a script may have")
+    data = read_bytes(path)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as err:  # an unknown encoding, or a coding line that contradicts the BOM
@@ -204,17 +157,6 @@ def read_source(path: str) -> str:
         return io.TextIOWrapper(io.BytesIO(data), encoding, line_buffering=True).read()
     except (UnicodeDecodeError, LookupError) as err:
         raise RunSpecError(f"cannot decode as {encoding}: {' '.join(str(err).split())}") from None
-
-
-def _check_file(mode: int, size: int) -> None:
-    if stat.S_ISDIR(mode):
-        raise RunSpecError("is a directory, not a script")
-    if not stat.S_ISREG(mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "a socket" if stat.S_ISSOCK(mode) else "not a file")
-        raise RunSpecError(f"is not a regular file ({kind}); give a script file")
-    if size > MAX_SCRIPT_BYTES:
-        raise RunSpecError(f"is {size:,} bytes, over the {MAX_SCRIPT_TEXT} a script may have")
 
 
 def read_run(path: str) -> RunSpec:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from .costmodel import TERM_LABELS, TERMS, ZERO, Estimate
-from .run import COMMAND_LINE
+from .run import COMMAND_LINE, DEFAULT, RunSpec
 from .solver import Combination, Saving, Solution, fits_up_to, steps_text
 
 GIB = 1024**3
@@ -66,7 +66,7 @@ def model_source(estimate: Estimate) -> Optional[str]:
             return f"counted from {run.sources.get('model_label') or origin}"  # a hand-written module
         return origin or "given"
     if run.model is not None:
-        return "catalogue"
+        return run.model.origin
     return None
 
 
@@ -118,6 +118,9 @@ def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
             "lora_rank": run.lora_rank if run.lora else None,
             "lm_head": run.lm_head,
             "eval_loss": run.eval_loss,
+            "task": run.task,
+            "quantization": run.quantization,
+            "lora_targets": list(run.lora_targets) if run.lora and run.lora_targets is not None else None,
         },
         "breakdown": estimate.breakdown,
         "breakdown_interval": {name: [estimate.terms[name].low, estimate.terms[name].high] for name in TERMS},
@@ -176,9 +179,13 @@ def _run_line(estimate: Estimate) -> str:
         parts.append(image)
     if run.generation:
         parts.append(f"+{run.max_new_tokens if run.max_new_tokens is not None else '?'} new tokens")
-    parts.append(run.precision)
+    if run.task is not None:
+        parts.append(f"task {run.task}")
+    parts.append(run.precision + _assumed(run, "precision"))
+    if run.quantization != "none":
+        parts.append(f"{run.quantization} base weights")
     if run.training:
-        parts.append(run.optimizer + (" (offloaded)" if run.offload_optimizer else ""))
+        parts.append(run.optimizer + _assumed(run, "optimizer") + (" (offloaded)" if run.offload_optimizer else ""))
     if model is not None and model.kind != "cnn":
         parts.append("flash attention" if run.flash else "eager attention")
     elif run.flash:
@@ -194,8 +201,14 @@ def _run_line(estimate: Estimate) -> str:
     elif run.sharding != "none":
         parts.append(run.sharding)
     if run.lora:
-        parts.append(f"LoRA rank {run.lora_rank}")
+        targets = "" if run.lora_targets is None else f" on {', '.join(run.lora_targets)}"
+        parts.append(f"LoRA rank {run.lora_rank}{targets}")
     return "run: " + ", ".join(parts)
+
+
+def _assumed(run: RunSpec, name: str) -> str:
+    """`` (assumed)`` for a field nobody gave (its source is ``default``), else nothing."""
+    return " (assumed)" if run.sources.get(name) == DEFAULT else ""
 
 
 def _model_line(estimate: Estimate) -> str:
@@ -204,7 +217,8 @@ def _model_line(estimate: Estimate) -> str:
     name = model_name(estimate) or "a model outside the catalogue"
     kind = f" ({model.kind})" if model is not None else ""
     line = f"model: {name}{kind}, {params} parameters ({model_source(estimate)})"
-    if estimate.run.lora and estimate.trainable_params is not None:
+    run = estimate.run
+    if (run.lora or run.trainable_params is not None) and run.training and estimate.trainable_params is not None:
         line += f", {estimate.trainable_params:,} trainable"
     return line
 

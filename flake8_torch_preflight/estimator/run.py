@@ -9,8 +9,9 @@ overrides fields on top of it, and ``estimator.costmodel.estimate`` turns it int
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Optional, Tuple
 
 if TYPE_CHECKING:
     from .catalogue import ModelSpec
@@ -36,8 +37,130 @@ OPTIMIZERS: Tuple[str, ...] = (
 #: ``zero-2`` also gradients, ``zero-3`` and ``fsdp`` (full sharding) also the weights.
 SHARDINGS: Tuple[str, ...] = ("none", "ddp", "fsdp", "zero-1", "zero-2", "zero-3")
 
+#: The tasks of the contract (``--task``): which head the model carries. ``causal-lm`` and
+#: ``seq2seq`` an LM head over the vocabulary at every position, ``masked-lm`` an encoder's
+#: masked-LM head over the vocabulary, ``seq-cls`` / ``token-cls`` / ``image-cls`` a classifier
+#: (a few logits per sequence, token or image), ``backbone`` no head at all.
+TASKS: Tuple[str, ...] = ("causal-lm", "masked-lm", "seq-cls", "token-cls", "seq2seq", "image-cls", "backbone")
+
+#: Tasks whose head predicts the vocabulary.
+VOCABULARY_TASKS: FrozenSet[str] = frozenset({"causal-lm", "masked-lm", "seq2seq"})
+
+#: The model kinds each task applies to (a task outside them is bad input): an encoder used as a
+#: decoder (``BertLMHeadModel``) is a causal LM over the vocabulary, a decoder fine-tuned on
+#: prompt/answer pairs is trained as seq2seq by some frameworks; classifiers exist for every text
+#: kind (``*ForSequenceClassification`` / ``*ForTokenClassification``).
+TASK_KINDS: Dict[str, Tuple[str, ...]] = {
+    "causal-lm": ("decoder", "encoder-decoder", "encoder"),
+    "masked-lm": ("encoder",),
+    "seq-cls": ("decoder", "encoder", "encoder-decoder"),
+    "token-cls": ("decoder", "encoder", "encoder-decoder"),
+    "seq2seq": ("encoder-decoder", "decoder"),
+    "image-cls": ("vision-transformer", "cnn"),
+    "backbone": ("decoder", "encoder", "encoder-decoder", "vision-transformer", "cnn"),
+}
+
+#: transformers model classes (the last part of the name) and the task of their head.
+CLASS_TASKS: Tuple[Tuple[str, str], ...] = (
+    (r"(ForMaskedLM|ForPreTraining)$", "masked-lm"),
+    (r"(ForCausalLM|LMHeadModel)$", "causal-lm"),
+    (r"ForSequenceClassification$", "seq-cls"),
+    (r"(ForTokenClassification|ForQuestionAnswering)$", "token-cls"),
+    (r"(ForConditionalGeneration|ForSeq2SeqLM|ForSpeechSeq2Seq|ForVision2Seq)$", "seq2seq"),
+    (r"ForImageClassification$", "image-cls"),
+    (r"^(AutoModel|(?!\w*(LMHead|Heads))\w+Model)$", "backbone"),
+)
+
+
+def task_of_class(name: str, kind: Optional[str]) -> Optional[str]:
+    """The task a transformers model class serves (``BertForMaskedLM`` -> ``masked-lm``,
+    ``AutoModel`` / ``LlamaModel`` -> ``backbone``), ``None`` when the class does not say or the
+    task does not apply to ``kind``."""
+    last = str(name).rsplit(".", 1)[-1]
+    for pattern, task in CLASS_TASKS:
+        if re.search(pattern, last):
+            return task if kind is None or kind in TASK_KINDS[task] else None
+    return None
+
+
+#: The weight storage of the contract (``--quantization``): bitsandbytes' LLM.int8() (``int8``)
+#: and 4-bit NormalFloat / float (``nf4``, ``fp4``, as QLoRA uses them) for the frozen base.
+QUANTIZATIONS: Tuple[str, ...] = ("none", "int8", "nf4", "fp4")
+
 #: Rank used when LoRA is switched on without a rank.
 DEFAULT_LORA_RANK = 16
+
+#: The projections of a transformer block a LoRA adapter can wrap: ``q``, ``k``, ``v``, ``o``
+#: (attention; a fused q/k/v projection counts as one), ``gate``, ``up``, ``down`` (the MLP; a
+#: non-gated MLP has ``up`` and ``down``). Module names as the common implementations spell them
+#: (PEFT matches a name against the end of each module's path), each with the projections it
+#: names. ``dense`` and ``wo`` depend on the family and are resolved by ``lora_target_kinds``.
+LORA_TARGET_NAMES: Dict[str, Tuple[str, ...]] = {
+    # Llama, Mistral, Qwen, Gemma, Phi-3, OPT, BART, Whisper, CLIP, torchtune
+    "q_proj": ("q",), "k_proj": ("k",), "v_proj": ("v",), "o_proj": ("o",), "out_proj": ("o",),
+    "output_proj": ("o",), "gate_proj": ("gate",), "up_proj": ("up",), "down_proj": ("down",),
+    "qkv_proj": ("q", "k", "v"), "gate_up_proj": ("gate", "up"),
+    # Meta's and torchtune's names, Mixtral's experts
+    "wq": ("q",), "wk": ("k",), "wv": ("v",), "w1": ("gate",), "w2": ("down",), "w3": ("up",),
+    # T5 (q, k, v, o; wi, or wi_0 and wi_1 gated; wo)
+    "q": ("q",), "k": ("k",), "v": ("v",), "o": ("o",), "wi": ("up",), "wi_0": ("gate",), "wi_1": ("up",),
+    # GPT-2 (c_proj is both the attention output and the MLP's second linear)
+    "c_attn": ("q", "k", "v"), "c_proj": ("o", "down"), "c_fc": ("up",),
+    # BERT, RoBERTa, ELECTRA, DeBERTa, ViT (attention.output.dense, intermediate.dense, output.dense)
+    "query": ("q",), "key": ("k",), "value": ("v",),
+    # DistilBERT
+    "q_lin": ("q",), "k_lin": ("k",), "v_lin": ("v",), "out_lin": ("o",), "lin1": ("up",), "lin2": ("down",),
+    # GPT-NeoX, Falcon, BLOOM; OPT, BART, Phi-2, Whisper, CLIP; GPT-J
+    "query_key_value": ("q", "k", "v"), "dense_h_to_4h": ("up",), "dense_4h_to_h": ("down",),
+    "fc1": ("up",), "fc2": ("down",), "fc_in": ("up",), "fc_out": ("down",),
+    "wqkv": ("q", "k", "v"),
+    # resolved by the model's kind: see lora_target_kinds
+    "dense": ("o", "up", "down"), "wo": ("o",),
+}
+
+#: Names that mean every linear layer of the blocks (PEFT's ``all-linear``, LLaMA-Factory's
+#: ``all``).
+LORA_ALL_LINEAR: FrozenSet[str] = frozenset({"all-linear", "all_linear", "all"})
+
+
+def lora_target_kinds(name: str, kind: Optional[str]) -> FrozenSet[str]:
+    """The projections module ``name`` names in a model of ``kind`` (``KeyError`` if unknown).
+
+    ``dense`` is every dense layer of a BERT-style block (attention output, intermediate and
+    output: encoders and vision transformers) but only the attention output in GPT-NeoX, Falcon
+    and Phi (decoders, whose MLP layers have other names); ``wo`` is T5's MLP output in an
+    encoder-decoder and the attention output in Meta's naming otherwise.
+    """
+    key = name.strip().lower()
+    kinds = LORA_TARGET_NAMES[key]
+    if key == "dense" and kind not in ("encoder", "vision-transformer"):
+        return frozenset({"o"})
+    if key == "wo" and kind == "encoder-decoder":
+        return frozenset({"down"})
+    return frozenset(kinds)
+
+
+def parse_lora_targets(text: str) -> Optional[Tuple[str, ...]]:
+    """``"q_proj,v_proj"`` -> ``("q_proj", "v_proj")``; ``all-linear`` (or ``all``) -> ``None``
+    (every linear layer). ``RunSpecError`` (one line, naming the known names) for an unknown
+    name or an empty list."""
+    names = [part.strip() for part in str(text).split(",") if part.strip()]
+    if not names:
+        raise RunSpecError(f"no LoRA target names in {shown_value(text)}; {_known_targets()}")
+    if any(name.lower() in LORA_ALL_LINEAR for name in names):
+        return None
+    unknown = [name for name in names if name.lower() not in LORA_TARGET_NAMES]
+    if unknown:
+        raise RunSpecError(f"unknown LoRA target {shown_value(unknown[0])}; {_known_targets()}")
+    found: Dict[str, None] = {}
+    for name in names:
+        found.setdefault(name.lower(), None)
+    return tuple(found)
+
+
+def _known_targets() -> str:
+    return f"known: {', '.join(LORA_TARGET_NAMES)} (or all-linear)"
+
 
 #: Value recorded in ``sources`` for a field given on the command line.
 COMMAND_LINE = "command line"
@@ -66,6 +189,7 @@ LIMITS: Dict[str, Tuple[int, int]] = {
     "grad_accum_steps": (1, 10**6),
     "world_size": (1, 10**6),
     "lora_rank": (1, 10**5),
+    "trainable_params": (1, 10**15),
 }
 
 #: Digits beyond which a value is described by its length rather than printed.
@@ -128,6 +252,16 @@ class RunSpec:
     #: reader found one (its copies of the logits are in the point), ``None`` when not known (they
     #: widen the high end only)
     eval_loss: Optional[bool] = None
+    #: the head the model carries (a key of ``TASKS``), ``None`` when not given: an encoder's head
+    #: is then ``lm_head``, a decoder's the LM head
+    task: Optional[str] = None
+    #: how the frozen base weights are stored (``QUANTIZATIONS``); quantized weights do not train
+    quantization: str = "none"
+    #: the module names LoRA adapters wrap (lower case), ``None`` = every linear layer of the blocks
+    lora_targets: Optional[Tuple[str, ...]] = None
+    #: the parameters that train, when only some do (adapters, prefix tuning, a frozen backbone):
+    #: gradients and optimizer state for these only; with LoRA the adapters' count
+    trainable_params: Optional[int] = None
     sources: Dict[str, str] = field(default_factory=dict)
 
     def replace(self, source: Optional[str] = None, **changes: Any) -> RunSpec:
@@ -185,6 +319,14 @@ class RunSpec:
     def training(self) -> bool:
         return not (self.inference or self.generation)
 
+    @property
+    def vocabulary_head(self) -> Optional[bool]:
+        """Whether the model's head predicts the vocabulary: from ``task`` when given, else
+        ``lm_head`` (an encoder's masked-LM head; ``None`` = not known)."""
+        if self.task is not None:
+            return self.task in VOCABULARY_TASKS
+        return self.lm_head
+
     def check(self) -> None:
         """Raise ``RunSpecError`` (one line) for values no run can have, or outside ``LIMITS``;
         the message names the range and, for a value read from a script, where it was read."""
@@ -203,3 +345,33 @@ class RunSpec:
             raise RunSpecError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {shown_value(self.optimizer)}")
         if self.sharding not in SHARDINGS:
             raise RunSpecError(f"sharding must be one of {', '.join(SHARDINGS)}, got {shown_value(self.sharding)}")
+        self._check_head_and_training()
+
+    def _check_head_and_training(self) -> None:
+        """The task against the model's kind, what quantized weights allow, what trains."""
+        if self.task is not None:
+            if self.task not in TASKS:
+                raise RunSpecError(f"task must be one of {', '.join(TASKS)}, got {shown_value(self.task)}")
+            kinds = TASK_KINDS[self.task]
+            if self.model is not None and self.model.kind not in kinds:
+                article = "an" if self.model.kind[0] in "aeiou" else "a"
+                raise RunSpecError(f"task {self.task} does not apply to {self.model.key}, {article} {self.model.kind} "
+                                   f"(it applies to: {', '.join(kinds)})")
+            if self.generation and self.task not in VOCABULARY_TASKS:
+                raise RunSpecError(f"generating needs a head over the vocabulary; task {self.task} has none")
+        if self.quantization not in QUANTIZATIONS:
+            raise RunSpecError(f"quantization must be one of {', '.join(QUANTIZATIONS)}, "
+                               f"got {shown_value(self.quantization)}")
+        if self.quantization != "none" and self.training and not self.lora and self.trainable_params is None:
+            raise RunSpecError(f"{self.quantization} weights are frozen: train LoRA adapters (--lora) or give what "
+                               "trains (--trainable-params N), or price --inference")
+        if self.lora_targets is not None:
+            if not isinstance(self.lora_targets, tuple) or not self.lora_targets:
+                raise RunSpecError(f"lora-targets must be module names, got {shown_value(self.lora_targets)}")
+            for name in self.lora_targets:
+                if not isinstance(name, str) or name.lower() not in LORA_TARGET_NAMES:
+                    raise RunSpecError(f"unknown LoRA target {shown_value(name)}; {_known_targets()}")
+        total = self.total_params
+        if self.trainable_params is not None and not self.lora and total is not None and self.trainable_params > total:
+            raise RunSpecError(f"trainable-params {self.trainable_params:,} is more than the model's "
+                               f"{total:,} parameters")

@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 #: ASSUMED disruption ranks (1 = a flag, 5 = a different training method): flash/SDPA and the
 #: fused optimizer step are drop-in kernels; a smaller micro-batch and checkpointing cost
 #: speed, not results; 8-bit AdamW and bf16 weights change numerics slightly; sharding needs
-#: a multi-GPU launcher; offload moves the optimizer to the host (slow steps); LoRA changes
-#: what is trained.
+#: a multi-GPU launcher; offload moves the optimizer to the host (slow steps); 4-bit base weights
+#: (QLoRA) change the frozen weights' numerics and add bitsandbytes; LoRA changes what is trained.
 DISRUPTION_RANKS: Dict[str, int] = {
     "attention": 1,
     "fused-step": 1,
@@ -60,6 +60,7 @@ DISRUPTION_RANKS: Dict[str, int] = {
     "precision": 3,
     "sharding": 4,
     "offload": 4,
+    "quantization": 4,
     "lora": 5,
 }
 
@@ -76,6 +77,7 @@ LOWERS: Dict[str, Tuple[str, ...]] = {
     "sharding": ("weights", "gradients", "optimizer_state", "master_weights", "optimizer_step"),
     "offload": ("optimizer_state", "master_weights", "optimizer_step"),
     "lora": ("gradients", "optimizer_state", "master_weights", "optimizer_step"),
+    "quantization": ("weights", "autocast_cache"),
 }
 
 #: ASSUMED: LoRA is offered for fine-tunes of at least this many parameters ("large").
@@ -294,9 +296,13 @@ def candidates(run: RunSpec, gpu: Optional[GpuTarget]) -> List[Candidate]:
     if run.training and run.optimizer != "sgd" and not run.offload_optimizer:
         add("optimizer offload to CPU", "offload", lambda r: r.replace(offload_optimizer=True))
     params = run.total_params
-    if (run.training and transformer and not run.lora and params is not None
+    adapters = run.lora or run.trainable_params is not None
+    if (run.training and transformer and not adapters and params is not None
             and params >= LORA_SUGGEST_MIN_PARAMS_COUNT):
         add(f"LoRA (rank {run.lora_rank}) instead of full fine-tuning", "lora", lambda r: r.replace(lora=True))
+    if run.training and transformer and adapters and run.quantization == "none":
+        # only where the base is already frozen: never a suggestion to quantize a full fine-tune
+        add("4-bit base weights (QLoRA)", "quantization", lambda r: r.replace(quantization="nf4"))
     return found
 
 

@@ -44,6 +44,12 @@ OPTIONS = {  # option: (values a run can have, values it cannot)
     "--precision": (["fp32", "amp", "fp16", "bf16"], ["fp8"]),
     "--optimizer": (["sgd", "adamw", "adamw-8bit", "lion", "adagrad"], ["nadam"]),
     "--sharding": (["none", "ddp", "fsdp", "zero-1", "zero-2", "zero-3"], ["zero-4"]),
+    "--task": (["causal-lm", "masked-lm", "seq-cls", "token-cls", "seq2seq", "image-cls", "backbone"], ["lm"]),
+    "--quantization": (["none", "int8", "nf4", "fp4"], ["int4"]),
+    "--lora-targets": (["q_proj,v_proj", "c_attn", "all-linear", "query,value,dense", "wo"],
+                       ["attn", ",", "q_proj,,x"]),
+    "--trainable-params": (GOOD_COUNTS[:4], BAD_NUMBERS),
+    "--model-config": (["config.json", "missing.json"], ["."]),
 }
 FLAGS = ["--checkpointing", "--no-checkpointing", "--flash", "--inference", "--generate", "--offload-optimizer",
          "--fused-optimizer", "--lora", "--version", "--bogus", "-h"]
@@ -103,6 +109,8 @@ def test_random_command_lines_never_escape(tmp_path: Path, monkeypatch: pytest.M
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
+    (work / "config.json").write_text('{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, '
+                                      '"num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 1000}')
     statuses = set()
     parsed = 0
     for round_ in range(ROUNDS):

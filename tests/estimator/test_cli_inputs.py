@@ -123,11 +123,13 @@ def test_numbers_out_of_range_are_refused(argv: List[str], line: str, capsys: py
 def test_the_largest_accepted_values_price_without_overflow(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     flags = {"params": "--params", "batch_size": "--batch-size", "seq_len": "--seq-len", "image_size": "--image-size",
              "max_new_tokens": "--max-new-tokens", "grad_accum_steps": "--grad-accum", "world_size": "--world-size",
-             "lora_rank": "--lora"}
+             "lora_rank": "--lora", "trainable_params": "--trainable-params"}
     high = str(LIMITS[name][1])
     for model in ("llama-2-7b", "vit-b-16", "resnet50"):
         argv = ["estimate", "--model", model, "--batch-size", "8", "--seq-len", "512", flags[name], high,
                 "--sharding", "zero-3", "--gpu", "8xh100-sxm", "--format", "json"]
+        if name == "trainable_params":  # more than the model has: only as LoRA's adapter count
+            argv.append("--lora")
         status, out, err = run_cli(argv, capsys)
         assert status in (0, 1) and err == "", err
         data = json.loads(out)
@@ -138,7 +140,8 @@ def test_everything_at_its_largest_at_once(capsys: pytest.CaptureFixture[str]) -
     argv = ["estimate", "--model", "llama-2-70b", "--gpu", "1000000xh100-sxm", "--sharding", "zero-3",
             "--format", "json", "--generate"]
     flags = {"--params": "params", "--batch-size": "batch_size", "--seq-len": "seq_len",
-             "--max-new-tokens": "max_new_tokens", "--world-size": "world_size", "--lora": "lora_rank"}
+             "--max-new-tokens": "max_new_tokens", "--world-size": "world_size", "--lora": "lora_rank",
+             "--trainable-params": "trainable_params"}
     for flag, name in flags.items():
         argv += [flag, str(LIMITS[name][1])]
     status, out, err = run_cli(argv, capsys)
