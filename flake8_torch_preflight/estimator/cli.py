@@ -81,6 +81,10 @@ MEMORY_OPTION = "tp-gpu-memory"
 FLAKE8_CONFIG_FILES = ("setup.cfg", "tox.ini", ".flake8")
 
 _EXTRACT = "flake8_torch_preflight.estimator.extract"
+_RECIPE = "flake8_torch_preflight.estimator.recipe"
+
+#: SCRIPT suffixes read as a training recipe (``estimator.recipe``) rather than Python.
+RECIPE_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class _Exit(Exception):
@@ -278,8 +282,10 @@ def _write(stream: IO[str], text: str) -> None:
 
 
 def _read_script(path: str) -> RunSpec:
-    """The run SCRIPT describes, read under the linter's per-file CPU budget."""
-    reader = importlib.import_module(_EXTRACT)
+    """The run SCRIPT describes (a training recipe for a ``.yaml``/``.yml``/``.json`` file), read
+    under the linter's per-file CPU budget."""
+    recipe = path.lower().endswith(RECIPE_SUFFIXES)
+    reader = importlib.import_module(_RECIPE if recipe else _EXTRACT)
     from ..analysis.walker import BudgetExceeded
     from ..engine import BUDGET_SECONDS, _time_budget
 
@@ -292,6 +298,8 @@ def _read_script(path: str) -> RunSpec:
     except BudgetExceeded:
         _fail(too_slow)
     except (CatalogueError, RunSpecError) as err:
+        if getattr(err, "whole_line", False):  # says all there is to say, not about this file
+            _fail(str(err))
         _fail(f"{path}: {err}")
     except OSError as err:
         _fail(f"cannot read {path}: {err.strerror or err}")
