@@ -44,6 +44,8 @@ class MissingNoGrad(Rule):
         "validation_step/test_step/predict_step (the trainer disables it), and where gradients are wanted "
         "(backward(), autograd.grad or requires_grad_ in the same pass: adversarial evaluation, saliency "
         "maps)."
+        " One root cause is one finding: the first forward of a function (in source order), and none in a "
+        "function whose every call in the file is made from a function already reported."
     )
     example_bad = (
         "import torch.nn as nn\n"
@@ -81,7 +83,7 @@ class MissingNoGrad(Rule):
         self._gradient_units: Dict[int, bool] = {}
         self._eval_scopes: Dict[int, bool] = {}
         self._frozen_texts: Dict[int, Set[str]] = {}
-        self._reported_lines: Set[int] = set()
+        self._found: List[Tuple[nodes.Call, Optional[nodes.FunctionDef], str]] = []
         self._kinds: Dict[int, Optional[str]] = {}
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -117,10 +119,27 @@ class MissingNoGrad(Rule):
             return  # requires_grad_(False) on the model: no graph is recorded
         if evaluation.frozen_model(model, p.reaching_defs):
             return  # built frozen (PEFT adapter loaded for inference, merged, inference_mode=True)
-        if node.lineno in self._reported_lines:
-            return
-        self._reported_lines.add(node.lineno)
-        self.report(node, call=_text(node.func, self.ctx.lines) + "(...)", why=why)
+        self._found.append((node, func, why))
+
+    def leave_module(self, node: nodes.Module) -> None:
+        """One finding per root cause: the first forward (in source order) of each function, and none
+        in a function whose every call in the file is made from a function already reported (one
+        ``no_grad`` on the caller fixes both)."""
+        first: Dict[int, Tuple[nodes.Call, Optional[nodes.FunctionDef], str]] = {}
+        for call, func, why in sorted(self._found, key=lambda f: (f[0].lineno, f[0].col_offset)):
+            first.setdefault(id(func) if func is not None else -call.lineno, (call, func, why))
+        reported = {id(func) for _, func, _ in first.values() if func is not None}
+        p = provenance.of(self.ctx) if first else None
+        for call, func, why in first.values():
+            if func is not None and p is not None and self._covered_by_callers(p, func, reported):
+                continue
+            self.report(call, call=_text(call.func, self.ctx.lines) + "(...)", why=why)
+
+    @staticmethod
+    def _covered_by_callers(p: "provenance.Provenance", func: nodes.FunctionDef, reported: Set[int]) -> bool:
+        sites = p.call_sites(func)
+        callers = [evaluation.enclosing_function(site) for site in sites]
+        return bool(sites) and all(c is not None and c is not func and id(c) in reported for c in callers)
 
     def _evidence(
         self,
