@@ -1,0 +1,111 @@
+"""Re-materialise the before/after files of the real-bug benchmark from local git repositories.
+
+Usage::
+
+    python benchmarks/real_bugs/fetch_files.py [--index INDEX] [--out DIR] [--repos DIR ...]
+
+For every row of ``index.csv`` it writes ``DIR/<id>/before.py`` (the file at the fix commit's
+first parent, ``git show <fix_commit>^:<path>``) and ``DIR/<id>/after.py`` (``git show
+<fix_commit>:<path>``).  It downloads nothing: each repository must already be on this machine,
+either as a bare snapshot ``<root>/<owner>+<name>/repo`` (the layout of ``/work/.mirror``), as
+``<root>/<owner>+<name>/repo/.git``, or as an ordinary clone ``<root>/<name>`` or
+``<root>/<owner>/<name>``.  Several ``--repos`` roots may be given; the first that holds the fix
+commit wins.  Rows whose repository or commit cannot be found are listed and skipped.
+
+The third-party files are written outside the project (default ``/tmp/real_bugs``) and are never
+committed.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional
+
+HERE = Path(__file__).resolve().parent
+
+
+def candidate_git_dirs(root: Path, repository: str) -> Iterator[Path]:
+    owner, name = repository.split("/", 1)
+    snapshot = root / "{}+{}".format(owner, name) / "repo"
+    yield snapshot / ".git"
+    yield snapshot
+    for clone in (root / name, root / owner / name, root / "{}+{}".format(owner, name)):
+        yield clone / ".git"
+        yield clone
+
+
+def has_commit(git_dir: Path, commit: str) -> bool:
+    if not git_dir.is_dir():
+        return False
+    proc = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "-e", commit + "^{commit}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    return proc.returncode == 0
+
+
+def find_git_dir(roots: List[Path], repository: str, commit: str) -> Optional[Path]:
+    for root in roots:
+        for git_dir in candidate_git_dirs(root, repository):
+            if has_commit(git_dir, commit):
+                return git_dir
+    return None
+
+
+def show(git_dir: Path, spec: str) -> Optional[bytes]:
+    proc = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "show", spec],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def materialise(row: Dict[str, str], roots: List[Path], out: Path) -> Optional[str]:
+    """Writes the row's before/after files; returns None, or why it could not."""
+    git_dir = find_git_dir(roots, row["repository"], row["fix_commit"])
+    if git_dir is None:
+        return "no local repository holds {} {}".format(row["repository"], row["fix_commit"][:12])
+    before = show(git_dir, "{}^:{}".format(row["fix_commit"], row["path"]))
+    after = show(git_dir, "{}:{}".format(row["fix_commit"], row["path"]))
+    if before is None or after is None:
+        return "{} is missing on one side of {}".format(row["path"], row["fix_commit"][:12])
+    folder = out / row["id"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "before.py").write_bytes(before)
+    (folder / "after.py").write_bytes(after)
+    return None
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", type=Path, default=HERE / "index.csv", help="the benchmark index (index.csv)")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/real_bugs"), help="folder receiving <id>/before.py")
+    parser.add_argument(
+        "--repos",
+        type=Path,
+        nargs="+",
+        default=[Path("/work/.mirror")],
+        help="folders holding the repositories (snapshots owner+name/repo or clones)",
+    )
+    args = parser.parse_args(argv)
+    with args.index.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    failed = 0
+    for row in rows:
+        problem = materialise(row, args.repos, args.out)
+        if problem is not None:
+            failed += 1
+            print("{}: skipped, {}".format(row["id"], problem), file=sys.stderr)
+    print("{} of {} rows written under {}".format(len(rows) - failed, len(rows), args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
