@@ -69,7 +69,7 @@ from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS,
 from .catalogue import CatalogueError, ModelSpec, count_params, find_model
 from .files import MAX_FILE_BYTES, MAX_FILE_TEXT, read_bytes
 from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS
-from .run import DEFAULT_LORA_RANK, RunSpec, RunSpecError
+from .run import DEFAULT_LORA_RANK, VOCABULARY_TASKS, RunSpec, RunSpecError, task_of_class
 
 #: Last part of a class whose ``from_pretrained`` builds a model.
 MODEL_CLASS = re.compile(r"^(Auto\w*Model\w*|\w+Model|\w+For[A-Z]\w*|\w+LMHead\w*)$")
@@ -320,9 +320,15 @@ class _Reader:
         line = chosen.node
         if chosen.spec is not None:
             self.set("model", chosen.spec, line)
-            if chosen.spec.kind == "encoder" and chosen.model_class is not None:
-                # the class says which head an encoder carries: a masked-LM head over the
-                # vocabulary (BertForMaskedLM), or a base model / task head (AutoModel, *For*)
+            task = task_of_class(chosen.model_class, chosen.spec.kind) if chosen.model_class else None
+            if task is not None:
+                # the class says which head the model carries: an LM head (*ForCausalLM), an
+                # encoder's masked-LM head (BertForMaskedLM), a classifier (*ForSequenceClassification)
+                # or none (AutoModel, LlamaModel)
+                self.set("task", task, line)
+                self.set("lm_head", task in VOCABULARY_TASKS, line)
+            elif chosen.spec.kind == "encoder" and chosen.model_class is not None:
+                # another task head (BertForMultipleChoice): not one over the vocabulary
                 self.set("lm_head", bool(MASKED_LM_CLASS.search(chosen.model_class)), line)
             if chosen.params is not None:
                 self.set("params", chosen.params, line)

@@ -16,6 +16,8 @@ import pytest
 
 from flake8_torch_preflight.analysis.build import build_module
 from flake8_torch_preflight.estimator import extract
+from flake8_torch_preflight.estimator.catalogue import find_model
+from flake8_torch_preflight.estimator.costmodel import estimate
 from flake8_torch_preflight.estimator.run import RunSpec, RunSpecError
 
 
@@ -797,12 +799,28 @@ def test_encoder_head_from_the_model_class(tmp_path: Path, cls: str, head: bool)
     assert run.sources["lm_head"] == line(source, "model")
 
 
-def test_decoder_and_cli_leave_the_encoder_head_unknown(tmp_path: Path) -> None:
-    source = """
-        from transformers import AutoModelForCausalLM
-        model = AutoModelForCausalLM.from_pretrained("gpt2")
+@pytest.mark.parametrize("cls, task", [("AutoModelForCausalLM", "causal-lm"), ("LlamaForCausalLM", "causal-lm"),
+                                       ("AutoModelForSequenceClassification", "seq-cls"),
+                                       ("AutoModelForTokenClassification", "token-cls"), ("AutoModel", "backbone"),
+                                       ("LlamaModel", "backbone"), ("AutoModelForMaskedLM", None)])
+def test_the_model_class_gives_the_task(tmp_path: Path, cls: str, task: str) -> None:
+    source = f"""
+        import transformers
+        model = transformers.{cls}.from_pretrained("meta-llama/Llama-2-7b-hf")  # <- model
     """
-    assert read(source, tmp_path).run.lm_head is None
+    run = read(source, tmp_path).run
+    assert run.task == task  # a masked-LM head does not apply to a decoder: not guessed
+    if task is not None:
+        assert run.sources["task"] == line(source, "model")
+        assert run.lm_head is (task == "causal-lm")
+    else:
+        assert run.lm_head is None
+    no_head = task in ("seq-cls", "token-cls", "backbone")
+    assert (estimate(run.replace(batch_size=1, seq_len=8)).breakdown["logits"] == 0) is no_head
+
+
+def test_the_command_line_leaves_the_encoder_head_unknown() -> None:
+    assert RunSpec(model=find_model("bert-base-uncased")).vocabulary_head is None
 
 
 @pytest.mark.parametrize("loss", [

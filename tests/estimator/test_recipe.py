@@ -3,6 +3,7 @@ TrainingArguments fields read from YAML or JSON, each value with the line of its
 data (nothing in it runs); YAML needs the ``recipes`` extra and says so in one line."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import time
@@ -15,6 +16,9 @@ from flake8_torch_preflight.estimator import cli, recipe
 from flake8_torch_preflight.estimator.catalogue import find_model, layer_params
 
 RECIPES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "estimator" / "recipes"
+#: YAML recipes need PyYAML, the optional extra ``recipes``; JSON ones nothing.
+needs_yaml = pytest.mark.skipif(importlib.util.find_spec("yaml") is None,
+                                reason="PyYAML (pip install flake8-torch-preflight[recipes]) is not installed")
 FIELDS = ("batch_size", "seq_len", "precision", "optimizer", "checkpointing", "flash", "lora", "lora_rank",
           "lora_targets", "quantization", "sharding", "offload_optimizer", "grad_accum_steps", "fused_optimizer")
 
@@ -44,6 +48,7 @@ def refused(argv: List[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 # ================================================================================ frameworks
 
+@needs_yaml
 def test_llama_factory_qlora(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(RECIPES / "llamafactory_qlora_sft.yaml")
     data = run_json([path, "--gpu", "rtx-4090"], capsys)
@@ -66,6 +71,7 @@ def test_llama_factory_qlora(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["breakdown"] == flags["breakdown"]  # the recipe is the same run as the flags
 
 
+@needs_yaml
 def test_llama_factory_full_fine_tune_with_a_deepspeed_file(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json([str(RECIPES / "llamafactory_full.yaml")], capsys)
     assert data["model"]["name"] == "qwen2.5-1.5b"
@@ -79,6 +85,7 @@ def test_llama_factory_full_fine_tune_with_a_deepspeed_file(capsys: pytest.Captu
     assert "amp, adamw (assumed)" in text.splitlines()[1]
 
 
+@needs_yaml
 def test_torchtune_qlora_builder(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json([str(RECIPES / "torchtune_qlora_llama2_7b.yaml")], capsys)
     assert data["model"]["name"] == "llama-2-7b"
@@ -94,6 +101,7 @@ def test_torchtune_qlora_builder(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["model"]["trainable_params"] == 32 * 8 * (3 * (4096 + 4096) + 3 * (4096 + 11008))
 
 
+@needs_yaml
 def test_axolotl_lora_on_8bit_weights(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json([str(RECIPES / "axolotl_lora_mistral.yml")], capsys)
     assert data["model"]["name"] == "mistral-7b"
@@ -120,6 +128,7 @@ def test_trl_json_arguments(capsys: pytest.CaptureFixture[str]) -> None:
         "lora_rank": "trl_sft.json:12", "lora_targets": "trl_sft.json:13"}
 
 
+@needs_yaml
 def test_the_command_line_overrides_the_recipe(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json([str(RECIPES / "llamafactory_qlora_sft.yaml"), "--batch-size", "1", "--quantization", "none"],
                     capsys)
@@ -127,6 +136,7 @@ def test_the_command_line_overrides_the_recipe(capsys: pytest.CaptureFixture[str
     assert data["config"]["quantization"] == "none"
 
 
+@needs_yaml
 def test_llama_factory_freeze_trains_the_last_layers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "freeze.yaml"
     path.write_text("model_name_or_path: meta-llama/Llama-2-7b-hf\nstage: sft\nfinetuning_type: freeze\n"
@@ -140,6 +150,7 @@ def test_llama_factory_freeze_trains_the_last_layers(tmp_path: Path, capsys: pyt
     assert data["breakdown"]["gradients"] == 4 * per_layer * 2
 
 
+@needs_yaml
 def test_a_local_model_folder_is_read_as_its_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "my-model"
     folder.mkdir()
@@ -164,6 +175,7 @@ def test_yaml_without_pyyaml_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch
     assert data["model"]["name"] == "qwen2-0.5b"
 
 
+@needs_yaml
 @pytest.mark.parametrize("text, message", [
     ("model_name_or_path: gpt2\nper_device_train_batch_size: abc\n",
      "per_device_train_batch_size must be a positive integer up to 1,000,000, got 'abc' (line 2)"),
@@ -204,6 +216,7 @@ def test_a_model_config_given_as_script_points_to_model_config(capsys: pytest.Ca
         f"estimate: {path}: is a model's config.json, not a training recipe: give it as --model-config FILE\n")
 
 
+@needs_yaml
 def test_a_recipe_is_data_nothing_in_it_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     marker = tmp_path / "ran"
     path = tmp_path / "evil.yaml"
@@ -216,6 +229,7 @@ def test_a_recipe_is_data_nothing_in_it_runs(tmp_path: Path, capsys: pytest.Capt
     assert data["config"]["batch_size"] == 2 and not marker.exists()
 
 
+@needs_yaml
 def test_aliases_are_walked_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
     for index in range(1, 12):  # 9**12 strings if expanded
