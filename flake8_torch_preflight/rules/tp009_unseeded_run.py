@@ -15,16 +15,17 @@ are never read (``seed_everything``, ``transformers.set_seed``, a call handed
 calls; ``torch.cuda.manual_seed*`` alone shows intent but leaves the CPU
 generator that initialises weights unseeded.
 
-Where it reports: at the first draw, in execution order, from each unseeded
-generator (one finding per generator; the first ``default_rng()`` or
-``random.Random()`` built without a seed counts as its own generator).
+Where it reports: one finding for the global generators (torch, NumPy,
+``random``) the run draws from and never seeds, at the first such draw in
+execution order, naming the others; and one at the first ``default_rng()`` or
+``random.Random()`` built without a seed (each is its own generator).
 Whether the seed comes before the draw is not checked.  The message says
 whether the run seeds nothing at all or only some generators (the intent is
 visible: a stronger signal).
 """
 from __future__ import annotations
 
-from typing import Dict, Set, Tuple
+from typing import Dict, Sequence, Set, Tuple
 
 from astroid import nodes
 
@@ -105,19 +106,31 @@ class UnseededRun(Rule):
             else:
                 for generator in found.generators:
                     draws.setdefault(generator, (call, found.label))
-        for generator, (call, label) in draws.items():
-            if generator in seeded:
-                continue
-            self.report(call, draw=label, generator=_GENERATOR_NAMES[generator], **_wording(generator, seeded, intent))
+        unseeded = [g for g in draws if g not in seeded]
+        shared = [g for g in unseeded if g in _SEEDERS]  # the global generators: one root cause, one finding
+        if shared:
+            first = min(shared, key=lambda g: calls.index(draws[g][0]))
+            call, label = draws[first]
+            others = [g for g in shared if g != first]
+            self.report(call, draw=label, generator=_GENERATOR_NAMES[first], **_wording(first, seeded, intent, others))
+        for generator in unseeded:
+            if generator not in _SEEDERS:  # a generator built without a seed: its own cause
+                call, label = draws[generator]
+                self.report(call, draw=label, generator=_GENERATOR_NAMES[generator], **_wording(generator, seeded, intent))
 
 
 _DEFINITIONS = (nodes.FunctionDef, nodes.ClassDef, nodes.Import, nodes.ImportFrom)
 
 
-def _wording(generator: str, seeded: Set[str], intent: bool) -> Dict[str, str]:
+def _wording(generator: str, seeded: Set[str], intent: bool, others: Sequence[str] = ()) -> Dict[str, str]:
+    """``others``: further global generators the run draws from and never seeds, named in the same
+    finding (their seeders join the fix)."""
     if generator in (NUMPY_RNG, RANDOM_INSTANCE):
         return {"state": "built without a seed", "fix": "pass it a seed"}
+    also = " (nor {})".format(", ".join(_GENERATOR_NAMES[g] for g in others)) if others else ""
+    fix = "add " + (", ".join(_SEEDERS[g].replace("(seed)", "") for g in (generator, *others)) if others
+                    else _SEEDERS[generator])
     if not intent:
-        return {"state": "never seeded", "fix": "add {}".format(_SEEDERS[generator])}
+        return {"state": "never seeded" + also, "fix": fix}
     done = " and ".join(sorted(_GENERATOR_NAMES[g] for g in seeded)) or "CUDA"
-    return {"state": "unseeded unlike {}".format(done), "fix": "add {}".format(_SEEDERS[generator])}
+    return {"state": "unseeded unlike {}{}".format(done, also), "fix": fix}
