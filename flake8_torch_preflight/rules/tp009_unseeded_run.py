@@ -116,7 +116,8 @@ class UnseededRun(Rule):
         for generator in unseeded:
             if generator not in _SEEDERS:  # a generator built without a seed: its own cause
                 call, label = draws[generator]
-                self.report(call, draw=label, generator=_GENERATOR_NAMES[generator], **_wording(generator, seeded, intent))
+                wording = _wording(generator, seeded, intent)
+                self.report(call, draw=label, generator=_GENERATOR_NAMES[generator], **wording)
 
 
 _DEFINITIONS = (nodes.FunctionDef, nodes.ClassDef, nodes.Import, nodes.ImportFrom)
