@@ -14,8 +14,10 @@ producing expression instead:
   ``Module`` subclass defined in the file from what every ``return`` of its
   ``forward`` produces.
 
-Anything else (parameters, opaque calls, tuple unpacking, wrappers such as
-DDP) is unknown: ``None``, and the rules stay silent.
+A tuple element (``validity, label = discriminator(imgs)``, ``model(x)[1]``) is
+answered from the same position of every tuple the file-defined ``forward``
+returns.  Anything else (parameters, opaque calls, wrappers such as DDP) is
+unknown: ``None``, and the rules stay silent.
 """
 from __future__ import annotations
 
@@ -85,9 +87,15 @@ class Tracer:
         if isinstance(expr, nodes.Name):
             values = dataflow.assigned_values(expr)
             if not values:
-                return None
+                unpacked = _unpacked_from_call(expr)
+                return None if unpacked is None else self.element(*unpacked)
             kinds = {self.origin(v) for v in values}
             return kinds.pop() if len(kinds) == 1 else None  # every reaching value must agree
+        if isinstance(expr, nodes.Subscript) and isinstance(expr.value, nodes.Call):
+            index = expr.slice
+            if isinstance(index, nodes.Const) and isinstance(index.value, int) and index.value >= 0:
+                return self.element(expr.value, index.value)  # model(x)[1]
+            return None
         if not isinstance(expr, nodes.Call):
             return None
         found = self.call_kind(expr, infer.callee_qname(expr), self)
@@ -108,6 +116,24 @@ class Tracer:
                 return None
             return self.sequential_output(_unwrap_self_methods(values[0]))
         return self.class_output(klass, call.root())
+
+    def element(self, call: nodes.Call, index: int) -> Optional[Origin]:
+        """Element ``index`` of the tuple a file-defined module's ``forward`` returns
+        (``validity, label = discriminator(imgs)``): every ``return`` must be a tuple that agrees."""
+        klass = infer.instance_class(call.func)
+        if klass is None or klass.root() is not call.root() or not infer.class_is_subclass_of(klass, MODULE_BASES):
+            return None
+        forward = _own_forward(klass)
+        if forward is None:
+            return None
+        returns = list(forward.nodes_of_class(nodes.Return, skip_klass=(nodes.FunctionDef, nodes.ClassDef)))
+        if not returns or not all(isinstance(r.value, nodes.Tuple) and len(r.value.elts) > index for r in returns):
+            return None
+        kinds = {self.origin(r.value.elts[index]) for r in returns}  # type: ignore[union-attr]
+        kind = kinds.pop() if len(kinds) == 1 else None
+        if kind is None or kind.text.endswith(".forward"):
+            return kind
+        return Origin(kind.kind, "{} in {}.forward".format(kind.text, klass.name))
 
     def sequential_output(self, built: nodes.NodeNG) -> Optional[Origin]:
         """Output of ``nn.Sequential(a, b, last)`` built by the call ``built``: that of ``last``."""
@@ -130,11 +156,8 @@ class Tracer:
             return self.layer_kind(qname)
         if klass.root() is not module or not infer.class_is_subclass_of(klass, MODULE_BASES):
             return None
-        try:
-            forward = klass.getattr("forward")[0]
-        except Exception:
-            return None
-        if not isinstance(forward, nodes.FunctionDef) or forward.root() is not module:
+        forward = _own_forward(klass)
+        if forward is None or forward.root() is not module:
             return None
         returns = list(forward.nodes_of_class(nodes.Return, skip_klass=(nodes.FunctionDef, nodes.ClassDef)))
         if not returns or any(r.value is None for r in returns):
@@ -145,9 +168,9 @@ class Tracer:
         kind = kinds.pop()
         if kind is None:
             return None
-        if "(ending " in kind.text:
+        if kind.text.endswith(".forward"):
             return kind
-        return Origin(kind.kind, "{} (ending {}.forward)".format(kind.text, klass.name))
+        return Origin(kind.kind, "{} in {}.forward".format(kind.text, klass.name))
 
     def _nested(self, step: "Callable[[], Optional[Origin]]") -> Optional[Origin]:
         if self._level >= self.depth:
@@ -157,6 +180,31 @@ class Tracer:
             return step()
         finally:
             self._level -= 1
+
+
+def _own_forward(klass: nodes.ClassDef) -> Optional[nodes.FunctionDef]:
+    """The ``forward`` an instance of ``klass`` runs, when the class's own module defines it."""
+    try:
+        forward = klass.getattr("forward")[0]
+    except Exception:
+        return None
+    if not isinstance(forward, nodes.FunctionDef) or forward.root() is not klass.root():
+        return None
+    return forward
+
+
+def _unpacked_from_call(name: nodes.Name) -> "Optional[tuple[nodes.Call, int]]":
+    """(call, index) when ``name`` is bound once by unpacking a call: ``a, b = model(x)``."""
+    binding = dataflow.single_binding(name)
+    if binding is None or not isinstance(binding.parent, nodes.Tuple):
+        return None
+    target = binding.parent
+    assign = target.parent
+    if not isinstance(assign, nodes.Assign) or target not in assign.targets or not isinstance(assign.value, nodes.Call):
+        return None
+    if any(isinstance(e, nodes.Starred) for e in target.elts):
+        return None
+    return assign.value, target.elts.index(binding)
 
 
 def user_forward(module: nodes.NodeNG) -> bool:

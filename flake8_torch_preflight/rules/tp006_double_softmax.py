@@ -15,6 +15,9 @@ LOG_SOFTMAX_LOSSES = frozenset({"torch.nn.CrossEntropyLoss", "torch.nn.functiona
 #: ``torch.log``/``Tensor.log`` of a softmax is a log_softmax too.
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log"})
 
+#: ``torch.exp``/``Tensor.exp`` of a log_softmax is a softmax again.
+EXP_FUNCTIONS = frozenset({"torch.exp", "torch.Tensor.exp"})
+
 #: Tensor methods recognised by name when the receiver cannot be inferred.
 TENSOR_METHODS = frozenset({"softmax", "log_softmax"})
 
@@ -26,7 +29,7 @@ MAX_DEPTH = 4
 class DoubleSoftmax(Rule):
     code, slug = "TP006", "double-softmax"
     requires = text_gate(r"(?i)softmax")
-    message = "{what} into {loss}, which applies log_softmax itself: weak gradients, worse model; pass logits"
+    message = "{what} into {loss} applies log_softmax twice: a worse model; pass raw logits"
     quoted = ("what",)
     rationale = (
         "CrossEntropyLoss and F.cross_entropy expect unnormalised logits and compute log_softmax internally. "
@@ -90,6 +93,12 @@ def _call_kind(call: nodes.Call, name: Optional[str], tracer: origins.Tracer) ->
         found = tracer.origin(inner) if inner is not None else None
         if found is not None and found.kind == "softmax" and found.text == "softmax":
             return origins.Origin("log_softmax", "log(softmax)")
+        return None
+    if name in EXP_FUNCTIONS:
+        inner = call.args[0] if name == "torch.exp" and call.args else origins.receiver(call)
+        found = tracer.origin(inner) if inner is not None else None
+        if found is not None and found.kind == "log_softmax":
+            return origins.Origin("softmax", "exp({})".format(found.text))
         return None
     if name in SOFTMAX_LAYERS:
         return _layer_kind(name)

@@ -69,8 +69,8 @@ SHAPE_METHODS = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten",
 MAX_DEPTH = 6
 
 _MESSAGES = {
-    "sigmoid": ("{}", "which applies sigmoid itself: weak gradients, worse model", "pass logits"),
-    "logits": ("raw logits of {}", "which wants probabilities: wrong loss or CUDA assert", "use BCEWithLogitsLoss"),
+    "sigmoid": ("{}", "applies sigmoid twice: a worse model", "pass raw logits"),
+    "logits": ("raw logits of {}", "wants probabilities: wrong loss or CUDA assert", "use BCEWithLogitsLoss"),
 }
 
 
@@ -78,7 +78,7 @@ _MESSAGES = {
 class BcePairing(Rule):
     code, slug = "TP007", "bce-pairing"
     requires = text_gate(r"BCE|binary_cross_entropy")
-    message = "{what} into {loss}, {cost}; {fix}"
+    message = "{what} into {loss} {cost}; {fix}"
     quoted = ("what",)
     rationale = (
         "BCEWithLogitsLoss and F.binary_cross_entropy_with_logits apply sigmoid to their input; BCELoss and "
