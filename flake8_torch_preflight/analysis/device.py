@@ -254,13 +254,16 @@ def _yields_tensors(iterable: nodes.NodeNG, path: List[int], depth: int) -> bool
     if isinstance(iterable, nodes.Call):
         method = infer.method_name(iterable)
         if method in _MODULE_TENSOR_ITERATORS and path == _MODULE_TENSOR_ITERATORS[method]:
-            return infer.is_instance_of(iterable.func.expr, MODULE_BASES)
+            owner = iterable.func.expr
+            # a receiver inference cannot follow (``model`` handed to ``__init__``): only modules
+            # have ``parameters()`` / ``named_parameters()`` (the documented name fallback)
+            return infer.safe_infer(owner) is None or infer.is_instance_of(owner, MODULE_BASES)
         func = iterable.func
         if isinstance(func, nodes.Name) and infer.qname(func) in ("builtins.list", "builtins.tuple") and iterable.args:
             return _yields_tensors(iterable.args[0], path, depth - 1)
         if isinstance(func, nodes.Name) and infer.qname(func) == "builtins.enumerate" and iterable.args:
             return bool(path) and path[0] == 1 and _yields_tensors(iterable.args[0], path[1:], depth - 1)
-    if isinstance(iterable, nodes.Name):
+    if isinstance(iterable, (nodes.Name, nodes.Attribute)):  # a name, or a list kept on ``self``
         values = dataflow.assigned_values(iterable)
         if values and all(_yields_tensors(v, path, depth - 1) for v in values):
             return True
