@@ -6,6 +6,8 @@ producing expression instead:
 
 * a Name is followed through its reaching assignments (``dataflow``); every
   reaching value must give the same answer, otherwise the answer is unknown;
+* a shape-only tensor method (``x.view(-1, n)``, ``.squeeze()``, ``.float()``) is what its
+  receiver was;
 * a call is first shown to the rule's ``call_kind`` (``F.softmax(x)``,
   ``x.sigmoid()``, ``torch.log(p)``...);
 * a call of a module instance is then answered from the module: a torch layer
@@ -36,6 +38,10 @@ MAX_DEPTH = 4
 MODULE_SELF_METHODS = frozenset(
     {"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "bfloat16", "requires_grad_", "type"}
 )
+
+
+#: Tensor methods that change shape or dtype only: their result is what the receiver was.
+SHAPE_METHODS = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "float", "double", "contiguous"})
 
 
 class Origin(NamedTuple):
@@ -98,7 +104,11 @@ class Tracer:
             return None
         if not isinstance(expr, nodes.Call):
             return None
-        found = self.call_kind(expr, infer.callee_qname(expr), self)
+        qname = infer.callee_qname(expr)
+        if infer.method_name(expr) in SHAPE_METHODS and (qname is None or qname.startswith("torch.Tensor.")):
+            inner = receiver(expr)  # x.view(-1, n): what x was
+            return self.origin(inner) if inner is not None else None
+        found = self.call_kind(expr, qname, self)
         if found is not None:
             return found
         return self.module_call(expr)

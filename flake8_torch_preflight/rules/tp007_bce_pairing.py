@@ -62,9 +62,6 @@ LOGIT_LAYERS = frozenset(
 #: Functions whose output is an affine score.
 LOGIT_FUNCTIONS = frozenset({"torch.nn.functional.linear"})
 
-#: Tensor methods that change shape or dtype only: their result is what the receiver was.
-SHAPE_METHODS = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "float", "double", "contiguous"})
-
 #: How deep origins are followed (names, shape methods, forward() returns, Sequential layers).
 MAX_DEPTH = 6
 
@@ -155,9 +152,6 @@ def _call_kind(call: nodes.Call, name: Optional[str], tracer: origins.Tracer) ->
         return origins.Origin("sigmoid", "sigmoid")
     if name in LOGIT_FUNCTIONS:
         return origins.Origin("logits", "F.linear")
-    if method in SHAPE_METHODS and (name is None or name.startswith("torch.Tensor.")):
-        inner = origins.receiver(call)
-        return tracer.origin(inner) if inner is not None else None
     return None
 
 
