@@ -411,15 +411,17 @@ def call_sites(func: nodes.FunctionDef) -> List[nodes.Call]:
 
 def epoch_loops(loop: "loops.Loop", via: Tuple[nodes.Call, ...] = (), depth: int = 2) -> List["loops.Loop"]:
     """Loops that run ``loop`` again: around it, around the calls ``via`` which the value was
-    passed through, or (with no route) around an in-file call of its function."""
+    passed through, or (when none, and the route did not call the loop's function itself) around
+    an in-file call of its function (a method looping over ``self.train_data`` that another
+    method calls per epoch)."""
     outer = list(loops.enclosing_loops(loop))
     for site in via:
         outer.extend(loops.enclosing_loops(site))
-    if outer or via or depth <= 0:
-        return outer
     func = loop.scope()
-    if not isinstance(func, nodes.FunctionDef):
-        return []
+    if outer or depth <= 0 or not isinstance(func, nodes.FunctionDef):
+        return outer
+    if any(loops.local_helper(site) is func for site in via):
+        return []  # handed straight to the loop's function: that call runs it once
     found: List[loops.Loop] = []
     for site in call_sites(func):
         around = loops.enclosing_loops(site)

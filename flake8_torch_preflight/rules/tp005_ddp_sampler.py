@@ -187,7 +187,7 @@ class DdpSampler(Rule):
         epoch_loops: List[loops.Loop] = []
         loaders = self._loaders_of(call, sampler_text)
         for loader in loaders:
-            uses = loader_use.uses_of(loader)
+            uses = loader_use.uses_of(loader, through_prepare=True)
             if uses.prepared:
                 return
             for loop, via in zip(uses.training_loops, uses.routes):
