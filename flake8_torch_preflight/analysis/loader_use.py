@@ -532,10 +532,11 @@ def may_set_epoch(setter: nodes.Call, sampler: nodes.Call, loaders: List[nodes.C
 
 
 def bound_among(expr: nodes.NodeNG, targets: List[nodes.Call]) -> Optional[bool]:
-    """Whether ``expr`` is bound (only) to calls among ``targets``; None when not bound to calls."""
+    """Whether ``expr`` is bound to one of the calls ``targets`` (a ``None`` on another branch,
+    ``sampler = DistributedSampler(ds) if distributed else None``, aside); None when not bound to calls."""
     if not isinstance(expr, (nodes.Name, nodes.Attribute)):
         return None
-    values = dataflow.assigned_values(expr)
+    values = [v for v in dataflow.assigned_values(expr) or () if not _is_none(v)]
     if not values or not all(isinstance(v, nodes.Call) for v in values):
         return None
     return any(v is t for v in values for t in targets)
