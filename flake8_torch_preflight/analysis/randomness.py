@@ -210,6 +210,8 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
         return _draw(TORCH, "{} (weight init)".format(label))
     if name == "torch.utils.data.DataLoader" and _keyword_is_true(call, "shuffle"):
         return _draw(TORCH, "{}(shuffle=True)".format(call.func.as_string()))
+    if name == "torch.utils.data.DataLoader":
+        return _sampler_draws(call, depth)
     if name in NUMPY_DRAWS:
         return _draw(NUMPY, label)
     if name in RANDOM_DRAWS:
@@ -314,6 +316,25 @@ def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
         if found is not None and found.kind == SEED:
             seeded |= found.generators
     return _seed(*seeded) if seeded else None
+
+
+def _sampler_draws(loader: nodes.Call, depth: int) -> Optional[Effect]:
+    """A ``DataLoader`` whose ``sampler=`` / ``batch_sampler=`` is an instance of a class of the file
+    whose ``__iter__`` draws from torch (``torch.randperm`` per epoch): iterating the loader draws."""
+    for keyword in loader.keywords or ():
+        if keyword.arg not in ("sampler", "batch_sampler"):
+            continue
+        klass = infer.instance_class(keyword.value)
+        if klass is None or klass.root() is not loader.root():
+            continue
+        method = klass.locals.get("__iter__")
+        if not method or not isinstance(method[0], nodes.FunctionDef):
+            continue
+        for inner in infer.iter_calls(method[0]):
+            found = effect(inner, depth)
+            if found is not None and found.kind == DRAW and TORCH in found.generators:
+                return _draw(TORCH, "{}.__iter__ (a DataLoader sampler)".format(klass.name))
+    return None
 
 
 def _third_party(call: nodes.Call, dotted: str, depth: int) -> Optional[Effect]:
