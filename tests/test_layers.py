@@ -1,0 +1,87 @@
+"""Dependencies flow one way: entry classes -> rules -> analysis -> stubs; the cost model is pure
+arithmetic.  Every import of every package module (function-level ones included) is checked."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, Iterator, List, Set
+
+import pytest
+
+from harness import ROOT
+
+PACKAGE = ROOT / "flake8_torch_preflight"
+NAME = PACKAGE.name
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> Iterator[str]:
+    """Absolute names of everything ``path`` imports."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            yield prefix
+            for alias in node.names:
+                yield prefix + "." + alias.name
+
+
+def _layer_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] != NAME:
+        return "external:" + parts[0]
+    if len(parts) == 1:
+        return "package"
+    return parts[1]
+
+
+MODULES: Dict[str, Path] = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+#: What each layer may not import (by the second component of the module name).
+FORBIDDEN: Dict[str, Set[str]] = {
+    "analysis": {"rules", "engine", "plugin", "estimator", "explain", "options"},
+    "rules": {"engine", "plugin", "explain", "options"},  # TPV001 runs the estimator: rules may use it
+}
+
+#: Estimator modules that read scripts (through the analysis) or run the reader under the linter's
+#: budget; every other estimator module is pure arithmetic and data.
+ESTIMATOR_READERS = {NAME + ".estimator.extract", NAME + ".estimator.cli"}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES), ids=sorted(MODULES))
+def test_dependencies_flow_one_way(module: str) -> None:
+    imported = set(_imports(MODULES[module]))
+    layer = _layer_of(module)
+    wrong: List[str] = []
+    for name in imported:
+        target = _layer_of(name)
+        if target == "external:torch":
+            wrong.append(name)  # the plugin never imports torch
+        if target in FORBIDDEN.get(layer, set()):
+            wrong.append(name)
+        if layer == "estimator" and module not in ESTIMATOR_READERS:
+            if target in ("external:astroid", "analysis", "rules", "engine", "plugin"):
+                wrong.append(name)
+    assert not wrong, "{} imports {}".format(module, sorted(wrong))
+
+
+def test_the_check_sees_the_imports_it_judges() -> None:
+    """The scanner resolves relative imports: a known import of each kind is found."""
+    extract = set(_imports(MODULES[NAME + ".estimator.extract"]))
+    assert NAME + ".analysis.build" in extract and "astroid" in extract
+    costmodel = set(_imports(MODULES[NAME + ".estimator.costmodel"]))
+    assert NAME + ".estimator.run" in costmodel
+    assert _layer_of(NAME + ".analysis.infer") == "analysis"
