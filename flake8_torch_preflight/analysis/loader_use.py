@@ -24,10 +24,11 @@ from typing import List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import dataflow, gradients, infer, loops
+from . import dataflow, frameworks, gradients, infer, loops
 from .torch_names import DATALOADERS
 
-#: Calls that hand a DataLoader to a framework that replaces its sampler per rank.
+#: Names of the calls that may hand a DataLoader to a framework that replaces its sampler per rank
+#: (a cheap filter: ``frameworks`` decides from the receiver what the call is).
 PREPARE_CALLS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
 
 #: Framework methods that train from a loader they are handed (Lightning ``trainer.fit(model, dl)``).
@@ -117,7 +118,8 @@ def _flow(
             continue
         if isinstance(parent, nodes.Call) and child is not parent.func:
             name = infer.call_name(parent)
-            if name in PREPARE_CALLS:
+            meaning = frameworks.call_meaning(parent) if name in PREPARE_CALLS else None
+            if meaning is not None and meaning.reshards_loaders:
                 uses.prepared = True
                 if deep and child in parent.args:
                     for target in _unpacked_targets(parent, parent.args.index(child), len(parent.args)):

@@ -1,0 +1,68 @@
+"""The framework table (``analysis/frameworks.py``): every entry, read from code as users write it."""
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+from astroid import nodes
+
+from flake8_torch_preflight.analysis import frameworks
+from flake8_torch_preflight.analysis.build import build_module
+
+#: How each framework's object is built in user code (the receiver is always named ``obj``).
+BUILDERS = {
+    "accelerate": "from accelerate import Accelerator\nobj = Accelerator(gradient_accumulation_steps=4)\n",
+    "fabric": "import lightning as L\nobj = L.Fabric(accelerator='cuda', precision='bf16-mixed')\n",
+    "deepspeed": "import deepspeed\nobj, optimizer, _, _ = deepspeed.initialize(model=model, config='ds.json')\n",
+}
+
+
+def _last_call(source: str) -> nodes.Call:
+    module = build_module(source, "/tmp/tp_frameworks_case.py")
+    return list(module.nodes_of_class(nodes.Call))[-1]
+
+
+@pytest.mark.parametrize("framework, method", sorted(frameworks.METHODS), ids=lambda v: str(v))
+def test_every_method_entry_is_read_from_its_constructor(framework: str, method: str) -> None:
+    call = _last_call(BUILDERS[framework] + "obj.{}(x)\n".format(method))
+    assert frameworks.method_meaning(call) == frameworks.METHODS[(framework, method)]
+
+
+@pytest.mark.parametrize("dotted", sorted(frameworks.FUNCTIONS))
+def test_every_function_entry_is_read_through_the_imports(dotted: str) -> None:
+    module, name = dotted.rsplit(".", 1)
+    call = _last_call("import {} as fw\nfw.{}(42)\n".format(module, name))
+    assert frameworks.function_meaning(call) == frameworks.FUNCTIONS[dotted]
+    call = _last_call("from {} import {}\n{}(42)\n".format(module, name, name))
+    assert frameworks.function_meaning(call) == frameworks.FUNCTIONS[dotted]
+
+
+def test_fabric_backward_does_not_divide_for_accumulation_but_accelerate_does() -> None:
+    fabric = frameworks.method_meaning(_last_call(BUILDERS["fabric"] + "obj.backward(loss)\n"))
+    accelerate = frameworks.method_meaning(_last_call(BUILDERS["accelerate"] + "obj.backward(loss)\n"))
+    assert fabric is not None and fabric.backward and not fabric.divides_accumulation and fabric.scales_precision
+    assert accelerate is not None and accelerate.backward and accelerate.divides_accumulation
+
+
+def test_receiver_followed_through_self_and_rebinding() -> None:
+    source = (
+        "import lightning as L\n"
+        "class Runner:\n"
+        "    def __init__(self):\n"
+        "        self.fabric = L.Fabric()\n"
+        "    def step(self, loss):\n"
+        "        f = self.fabric\n"
+        "        f.backward(loss)\n"
+    )
+    meaning: Optional[frameworks.Meaning] = frameworks.method_meaning(_last_call(source))
+    assert meaning == frameworks.METHODS[("fabric", "backward")]
+
+
+def test_an_unfollowable_receiver_is_named_and_anything_else_is_none() -> None:
+    by_name = _last_call("def train(accelerator, loss):\n    accelerator.backward(loss)\n")
+    assert frameworks.method_meaning(by_name) == frameworks.METHODS[("accelerate", "backward")]
+    tensor = _last_call("import torch\nloss = torch.ones(1)\nloss.backward()\n")
+    assert frameworks.method_meaning(tensor) is None
+    other = _last_call("class Engine2:\n    pass\nobj = Engine2()\nobj.backward(x)\n")
+    assert frameworks.method_meaning(other) is None  # built by a constructor of no framework
+    assert frameworks.function_meaning(_last_call("import random\nrandom.seed(1)\n")) is None
