@@ -23,11 +23,11 @@ still run backward() with the step outside it.
 from __future__ import annotations
 
 import re
-from typing import Iterator, List, NamedTuple, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
 from astroid import nodes
 
-from . import dataflow, gradients, infer, loops
+from . import dataflow, gradients, infer, loops, memo
 from .torch_names import MODULE_BASES
 
 #: Loop counts and iterables named for gradient accumulation (``range(accum_steps)``,
@@ -243,11 +243,21 @@ def _gate_divisor(test: nodes.NodeNG, loop: "Scope", depth: int) -> Optional[nod
 def _incremented_in(counter: nodes.NodeNG, loop: "Scope") -> bool:
     if not isinstance(counter, (nodes.Name, nodes.Attribute)):
         return False
-    text = dataflow.binding_text(counter)
-    for aug in loop.nodes_of_class(nodes.AugAssign):
-        if aug.op == "+=" and dataflow.binding_text(aug.target) == text:
-            return True
-    return False
+    return dataflow.binding_text(counter) in _incremented(loop)
+
+
+#: The names (as ``binding_text`` writes them) each loop of the checked file increments with ``+=``.
+_INCREMENTED: "Dict[nodes.NodeNG, FrozenSet[str]]" = memo.per_file()
+
+
+def _incremented(loop: "Scope") -> FrozenSet[str]:
+    """Read once per loop: an ``if``-ladder asks for every one of its tests."""
+    found = _INCREMENTED.get(loop)
+    if found is None:
+        found = _INCREMENTED[loop] = frozenset(
+            dataflow.binding_text(aug.target) for aug in loop.nodes_of_class(nodes.AugAssign) if aug.op == "+="
+        )
+    return found
 
 
 def _trivial(divisor: nodes.NodeNG) -> bool:

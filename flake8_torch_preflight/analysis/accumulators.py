@@ -6,11 +6,11 @@ Syntactic helpers for rules about values kept across iterations (TP001): ``x = x
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from astroid import nodes
 
-from . import infer
+from . import infer, memo
 
 #: Operators that fold a value into the name on the left (``x = x + loss``).
 ACCUMULATING_OPERATORS = frozenset({"+", "-", "*", "/"})
@@ -124,12 +124,25 @@ def reset_in_loop(root: nodes.NodeNG, loop: nodes.NodeNG, store: nodes.NodeNG) -
     key = _binding_key(root)
     if key is None:
         return False
+    return any(assign is not store for assign in _resets(loop).get(key, ()))
+
+
+#: Per loop of the checked file: binding key -> the assignments in its body that re-bind it fresh.
+_RESETS: "Dict[nodes.NodeNG, Dict[str, List[nodes.Assign]]]" = memo.per_file()
+
+
+def _resets(loop: nodes.NodeNG) -> Dict[str, List[nodes.Assign]]:
+    """Read once per loop (TP001 asks for each value kept in it)."""
+    found = _RESETS.get(loop)
+    if found is not None:
+        return found
+    found = {}
     stack: List[nodes.NodeNG] = list(loop.body)  # type: ignore[attr-defined]
     while stack:
         node = stack.pop()
         if isinstance(node, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
             continue
-        if isinstance(node, nodes.Assign) and node is not store:
+        if isinstance(node, nodes.Assign):
             for target in node.targets:
                 elts = target.elts if isinstance(target, (nodes.Tuple, nodes.List)) else [target]
                 values = (
@@ -138,7 +151,9 @@ def reset_in_loop(root: nodes.NodeNG, loop: nodes.NodeNG, store: nodes.NodeNG) -
                     else [node.value] * len(elts)
                 )
                 for elt, value in zip(elts, values):
-                    if _binding_key(elt) == key and not _reads(value, key):
-                        return True
+                    key = _binding_key(elt)
+                    if key is not None and not _reads(value, key):
+                        found.setdefault(key, []).append(node)
         stack.extend(node.get_children())
-    return False
+    _RESETS[loop] = found
+    return found

@@ -36,6 +36,8 @@ from astroid.exceptions import AstroidImportError
 from astroid.manager import AstroidManager
 from astroid.nodes import Module
 
+from . import lookups
+
 #: Module name of every stub file, relative to ``stubs/``.
 _STUB_FILES = {
     "torch": "torch/__init__.pyi",
@@ -315,6 +317,7 @@ def install() -> None:
     if _ORIGINAL_ASSATTR is None:
         _ORIGINAL_ASSATTR = AstroidBuilder.delayed_assattr
         AstroidBuilder.delayed_assattr = _guarded_delayed_assattr  # type: ignore[method-assign]
+    lookups.install()
     for modname, module in _STUBS.items():
         manager.astroid_cache.setdefault(modname, module)
 

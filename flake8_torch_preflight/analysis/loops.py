@@ -1,7 +1,7 @@
 """Loops around a node, the calls a loop makes each iteration, and the training loop."""
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Set, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from astroid import nodes
 
@@ -110,5 +110,24 @@ def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
 
 
 def loop_calls(loop: Loop, helper_depth: int = 2) -> List[nodes.Call]:
-    """Calls one iteration of ``loop`` makes (its body, nested loops and local helpers included)."""
-    return calls_in(list(body_nodes(loop)), helper_depth)
+    """Calls one iteration of ``loop`` makes (its body, nested loops and local helpers included).
+    Collected once per loop and depth for the checked file (a rule asks for every statement of a
+    long loop); each caller gets its own list."""
+    key = (loop, helper_depth)
+    found = _LOOP_CALLS.get(key)
+    if found is None:
+        found = _LOOP_CALLS[key] = calls_in(list(body_nodes(loop)), helper_depth)
+    return list(found)
+
+
+def loop_call_ids(loop: Loop, helper_depth: int = 2) -> FrozenSet[int]:
+    """``id`` of each call of ``loop_calls(loop, helper_depth)``, kept once per loop."""
+    key = (loop, helper_depth)
+    found = _LOOP_CALL_IDS.get(key)
+    if found is None:
+        found = _LOOP_CALL_IDS[key] = frozenset(id(call) for call in loop_calls(loop, helper_depth))
+    return found
+
+
+_LOOP_CALLS: "Dict[Tuple[nodes.NodeNG, int], List[nodes.Call]]" = memo.per_file()
+_LOOP_CALL_IDS: "Dict[Tuple[nodes.NodeNG, int], FrozenSet[int]]" = memo.per_file()

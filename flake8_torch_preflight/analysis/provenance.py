@@ -16,9 +16,10 @@ Computed once per file and memoised in ``ctx.memo`` (see :func:`of`)::
     p.calls_only_without_grad(func)   # every in-file call site runs the function under no_grad
     p.callers_unknown(func)     # func is handed on as a value and never called in the file
 
-A ``Prov`` (see the class) holds the source calls of the graph a value carries, the Defs it
-was computed from (liberal: "depends on", stops included), and whether it is a bare leaf or
-provably detached.  ``source_text(node, lines)`` gives an expression as written, for messages.
+A ``Prov`` (see the class) holds the source calls of the graph a value carries, the Defs its
+expression reads (``depends_on`` follows them transitively: liberal "depends on", stops
+included), and whether it is a bare leaf or provably detached.  ``source_text(node, lines)``
+gives an expression as written, for messages.
 
 **Sources** (a value gets a graph): calling a model (``models.kind`` resolves the callee
 to an ``nn.Module`` with parameters: stubs, the file's classes, DDP/FSDP, ``from_pretrained``
@@ -57,7 +58,8 @@ torch's but is named for grad mode (``maybe_no_grad(...)``) makes the mode DYNAM
 
 **Budgets**: each loop body runs at most MAX_LOOP_ITERATIONS times per round (nesting stays
 polynomial); a file needing more than MAX_STEPS statement runs, or deep enough to exhaust the
-recursion limit, is given up on: every query then answers "unknown" and rules stay silent.
+recursion limit, is given up on: every query then answers "unknown", rules stay silent, and a
+note says so (``analysis.notes``).
 
 **Unknown models** (the documented fallback): a callee nothing resolves but that is named
 like a model (``models.model_named``: ``model``, ``net``, ``self.encoder`` ...) yields a
@@ -74,7 +76,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Seq
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 
-from . import dataflow, grad, infer, models
+from . import dataflow, grad, infer, models, notes
 from .torch_names import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 
 if TYPE_CHECKING:
@@ -218,6 +220,10 @@ MAX_ROUNDS = 3
 MAX_STEPS = 200_000
 
 
+#: Transitive dependency sets kept per file (``Provenance._closure``).
+_CLOSURES_KEPT = 64
+
+
 class _TooBig(Exception):
     """The file needs more work than MAX_STEPS: give up on it."""
 
@@ -235,7 +241,10 @@ class Prov:
     ``sources``: ids of the source nodes whose graph it carries (non-empty = grad-bearing).
     ``maybe``: ids of unconfirmed candidate sources (unknown models, DYNAMIC-mode results).
     ``params``: parameters of the analysed function that flow into it (for function summaries).
-    ``deps``: ids of every Def it was computed from, stops included (liberal: "depends on").
+    ``deps``: ids of the Defs it was computed from directly (the bindings its expression reads, stops
+    included); what those were computed from is followed by ``Provenance.depends_on`` when asked.
+    Kept direct so that a chain of n rebindings (``v2 = v1 * 2``, ``loss = loss + term``) holds n
+    small sets, not n sets of up to n ids (1 GB for 2,900 lines when each held the whole chain).
     ``leaf``: a leaf requiring grad (a parameter, ``requires_grad=True``), no operation's graph.
     ``stopped``: provably carries no graph (a stop, a constant, computed with autograd off).
     ``elts``/``keys``: per-element records of a tuple/list display or a dict with constant keys.
@@ -291,10 +300,28 @@ def join(a: Prov, b: Prov) -> Prov:
 
 
 def join_all(provs: Iterable[Prov], empty: Prov = UNKNOWN) -> Prov:
-    result: Optional[Prov] = None
-    for p in provs:
-        result = p if result is None else join(result, p)
-    return empty if result is None else result
+    """``join`` over ``provs`` (``empty`` when there is none).  Many records (a name that an
+    ``if``-ladder rebinds reaches through every rung) are joined in one pass over their sets."""
+    items = provs if isinstance(provs, list) else list(provs)
+    if len(items) <= 2:
+        result: Optional[Prov] = None
+        for p in items:
+            result = p if result is None else join(result, p)
+        return empty if result is None else result
+    if all(p.elts is None and p.keys is None for p in items):
+        sources = _EMPTY.union(*(p.sources for p in items))
+        return Prov(
+            sources=sources,
+            maybe=_EMPTY.union(*(p.maybe for p in items)),
+            params=_EMPTY.union(*(p.params for p in items)),
+            deps=_EMPTY.union(*(p.deps for p in items)),
+            leaf=bool(sources) and all(p.leaf or not p.sources for p in items),
+            stopped=all(p.stopped for p in items),
+        )
+    result = items[0]
+    for p in items[1:]:
+        result = join(result, p)
+    return result
 
 
 def derived(p: Prov) -> Prov:
@@ -399,13 +426,17 @@ class Provenance:
         self._confirmed: Set[int] = set()
         self._confirmed_defs: Set[int] = set()
         self._maybe_models: Set[int] = set()
+        self._closures: Dict[int, Tuple[Prov, FrozenSet[int]]] = {}
         for _ in range(MAX_ROUNDS):
             before = (len(self._confirmed), len(self._confirmed_defs))
             self._reset()
             try:
                 self._run()
-            except (_TooBig, RecursionError):
+            except (_TooBig, RecursionError) as exc:
                 self._reset()  # nothing is known: every query answers "unknown"
+                why = "needed more than {} statement runs".format(MAX_STEPS) if isinstance(exc, _TooBig) else (
+                    "ran past Python's recursion limit")
+                notes.add("autograd provenance (TP001, TP002)", "{} and was given up".format(why))
                 break
             if (len(self._confirmed), len(self._confirmed_defs)) == before:
                 break
@@ -462,20 +493,61 @@ class Provenance:
         return scope
 
     def graph_defs(self, prov: Prov) -> Set[int]:
-        """Ids of the Defs ``prov`` was computed from that themselves carry a graph."""
-        found: Set[int] = set()
-        for ident in prov.deps:
-            d = self._defs_by_id.get(ident)
-            if d is not None and d.prov.graph:
-                found.add(ident)
-        return found
+        """Ids of the Defs ``prov`` was computed from (transitively) that themselves carry a graph."""
+        return {ident for ident in self._closure(prov) if self._carries(ident)}
+
+    def depends_on(self, prov: Prov, idents: "FrozenSet[int] | Set[int]") -> bool:
+        """``prov`` was computed, directly or through other bindings, from one of the Defs ``idents``."""
+        return bool(idents) and not self._closure(prov).isdisjoint(idents)
 
     def covers(self, backward: Backward, prov: Prov) -> bool:
         """Does ``backward`` run through the graph of a value recorded as ``prov`` (same source
         calls, or computed from the same grad-bearing bindings), freeing its saved activations?"""
         if backward.prov.sources & prov.sources:
             return True
-        return bool(backward.prov.deps & self.graph_defs(prov))
+        through = self._closure(backward.prov)
+        # Walk what ``prov`` was computed from, nearest bindings first, and stop at the first
+        # grad-bearing one the backward also runs through (usually the first: ``loss = loss + t``).
+        seen: Set[int] = set()
+        stack = list(prov.deps)
+        while stack:
+            ident = stack.pop()
+            if ident in seen:
+                continue
+            seen.add(ident)
+            if ident in through and self._carries(ident):
+                return True
+            d = self._defs_by_id.get(ident)
+            if d is not None:
+                stack.extend(d.prov.deps)
+        return False
+
+    def _carries(self, ident: int) -> bool:
+        d = self._defs_by_id.get(ident)
+        return d is not None and d.prov.graph
+
+    def _closure(self, prov: Prov) -> FrozenSet[int]:
+        """Every Def ``prov`` was computed from, followed through the Defs' own records.  The last
+        few are memoised (a backward's is asked for every value kept in its loop); a bounded
+        memo keeps memory linear in the file."""
+        cached = self._closures.get(id(prov))
+        if cached is not None and cached[0] is prov:
+            return cached[1]
+        seen: Set[int] = set(prov.deps)
+        stack = list(seen)
+        while stack:
+            d = self._defs_by_id.get(stack.pop())
+            if d is None:
+                continue
+            for ident in d.prov.deps:
+                if ident not in seen:
+                    seen.add(ident)
+                    stack.append(ident)
+        closure = frozenset(seen)
+        if len(self._closures) >= _CLOSURES_KEPT:
+            self._closures.clear()
+        self._closures[id(prov)] = (prov, closure)
+        return closure
 
     def backwards_in(self, scope: nodes.NodeNG) -> List[Backward]:
         return [b for b in self.backwards if b.scope is scope]
@@ -877,9 +949,7 @@ class _Runner:
             if old_defs is None:
                 old_defs = self.outer_defs(target, target.name)
             self.p._reach[id(target)] = self.p._reach.get(id(target), _EMPTY) | old_defs
-            old = join_all((d.prov for d in old_defs), UNKNOWN)
-            old_ids = frozenset(id(d) for d in old_defs)
-            old = Prov(old.sources, old.maybe, old.params, old.deps | old_ids, old.leaf, old.stopped)
+            old = _read(old_defs)
             new = self.gate(derived(join(old, value)), stmt, env)
             self.p._record(target, new)
             self.bind(target, new, env)
@@ -888,7 +958,7 @@ class _Runner:
             key = "self." + target.attrname
             old_defs = env.names.get(key, _EMPTY)
             self.p._reach[id(target)] = self.p._reach.get(id(target), _EMPTY) | old_defs
-            old = join_all((d.prov for d in old_defs), UNKNOWN)
+            old = _read(old_defs)
             new = self.gate(derived(join(old, value)), stmt, env)
             self.p._record(target, new)
             self.bind(target, new, env)
@@ -1109,9 +1179,7 @@ class _Runner:
         self.p._reach[id(node)] = self.p._reach.get(id(node), _EMPTY) | defs
         if not defs:
             return UNKNOWN
-        prov = join_all(d.prov for d in defs)
-        return Prov(prov.sources, prov.maybe, prov.params, prov.deps | frozenset(id(d) for d in defs), prov.leaf,
-                    prov.stopped, prov.elts, prov.keys)
+        return _read(defs)
 
     def outer_defs(self, node: nodes.NodeNG, name: str) -> FrozenSet[Def]:
         """Defs of a name bound in an enclosing scope (module globals, closures): all of them."""
@@ -1134,9 +1202,7 @@ class _Runner:
             self.p._reach[id(node)] = self.p._reach.get(id(node), _EMPTY) | defs
             if not defs:
                 return UNKNOWN
-            prov = join_all(d.prov for d in defs)
-            return Prov(prov.sources, prov.maybe, prov.params, prov.deps | frozenset(id(d) for d in defs),
-                        prov.leaf, prov.stopped, prov.elts, prov.keys)
+            return _read(defs)
         base = self.expr(node.expr, env)
         if node.attrname in STOP_ATTRIBUTES:
             return stop(base)
@@ -1388,6 +1454,27 @@ def _pick(base: Prov, index: nodes.NodeNG) -> Optional[Prov]:
                 if key == index.value:
                     return value
     return None
+
+
+def _read(defs: FrozenSet[Def]) -> Prov:
+    """The value of a name (or ``self.attr``) that ``defs`` reach: their records joined, depending
+    directly on those Defs (not on what they depend on: ``depends_on`` follows that)."""
+    if not defs:
+        return UNKNOWN
+    deps = frozenset(id(d) for d in defs)
+    if len(defs) <= 2 or any(d.prov.elts is not None or d.prov.keys is not None for d in defs):
+        prov = join_all(d.prov for d in defs)
+        return Prov(prov.sources, prov.maybe, prov.params, deps, prov.leaf, prov.stopped, prov.elts, prov.keys)
+    # Many Defs (an ``if``-ladder's rungs): one pass, without joining what they depend on.
+    sources = _EMPTY.union(*(d.prov.sources for d in defs))
+    return Prov(
+        sources=sources,
+        maybe=_EMPTY.union(*(d.prov.maybe for d in defs)),
+        params=_EMPTY.union(*(d.prov.params for d in defs)),
+        deps=deps,
+        leaf=bool(sources) and all(d.prov.leaf or not d.prov.sources for d in defs),
+        stopped=all(d.prov.stopped for d in defs),
+    )
 
 
 def _instantiate(summary: Prov, mapping: Dict[str, Prov], deps: FrozenSet[int]) -> Prov:

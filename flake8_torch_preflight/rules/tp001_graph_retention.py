@@ -173,9 +173,9 @@ class GraphRetention(Rule):
             return  # re-bound fresh in the loop (``running_loss = 0`` at each optimizer step): bounded
         holders = frozenset(id(d) for d in defs) | made
         scope = p.scope_of(store)
-        in_loop = {id(c) for c in loops.loop_calls(loop)}
+        in_loop = loops.loop_call_ids(loop)
         for b in p.backwards_in(scope):
-            if b.prov.deps & holders:
+            if p.depends_on(b.prov, holders):
                 return  # a later backward() needs what was kept (micro-batches summed, then backpropagated)
             if id(b.call) not in in_loop and p.covers(b, stored):
                 return  # a backward() outside the loop runs through it anyway (decoder steps, unrolled RNNs)
@@ -203,7 +203,7 @@ def _escapes(p: Provenance, scope: nodes.NodeNG, holders: FrozenSet[int], root: 
     for d in defs:
         if d.scope is not scope or isinstance(d.node.parent, nodes.Arguments):
             return True  # a global or a parameter: the caller owns it
-    return any(e.prov.deps & holders and not e.prov.stopped for e in p.escapes_in(scope))
+    return any(not e.prov.stopped and p.depends_on(e.prov, holders) for e in p.escapes_in(scope))
 
 
 def _may_backpropagate(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:
@@ -216,7 +216,7 @@ def _may_backpropagate(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:
             continue  # resolved: an optimizer step, a scheduler, a helper of this file
         for arg in list(call.args) + [kw.value for kw in call.keywords or ()]:
             value = p.value(arg)
-            if value is not None and (value.sources & stored.sources or value.deps & graph_defs):
+            if value is not None and (value.sources & stored.sources or p.depends_on(value, graph_defs)):
                 return True
     return False
 
