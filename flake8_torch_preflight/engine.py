@@ -16,11 +16,12 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from astroid.exceptions import AstroidSyntaxError
 
-from .analysis import brain, memo
+from .analysis import brain, memo, notes
 from .analysis.build import SETTINGS, FileContext, Settings, build_module, worth_analysing
 from .analysis.walker import BudgetExceeded, walk
 from .rules import ALL_RULES, Rule
@@ -71,8 +72,14 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings, tree: 
     thresholds = gc.get_threshold()
     try:
         gc.set_threshold(max(GC_THRESHOLD0, thresholds[0]), *thresholds[1:])
-        with _time_budget(BUDGET_SECONDS):
-            return _analyse(filename, source, lines, settings, rules, deadline, tree)
+        with _time_budget(BUDGET_SECONDS), warnings.catch_warnings():
+            # astroid warns (several lines each) when a transform overflows the recursion limit,
+            # and Python when a module it parses has an invalid escape: none of it is the user's.
+            warnings.simplefilter("ignore")
+            found = _analyse(filename, source, lines, settings, rules, deadline, tree)
+        for what, text in notes.take():
+            _note(filename, what, text)
+        return found
     except BudgetExceeded:
         _note(filename, "analysis", too_slow)
     except Exception as exc:  # never let one file abort the flake8 run
@@ -83,6 +90,7 @@ def analyse_file(filename: str, lines: Sequence[str], settings: Settings, tree: 
             _note(filename, "analysis", "failed: {}: {}".format(type(exc).__name__, exc))
     finally:
         gc.set_threshold(*thresholds)
+        notes.take()
         _forget_file()
         _freeze_survivors()
     return {}
@@ -97,7 +105,10 @@ def _analyse(
     except AstroidSyntaxError:
         return {}  # flake8 reports E999 itself
     except RecursionError:
-        return {}  # very long expressions overflow astroid's rebuilder; nothing to say
+        # build_module cuts what nests too deep for astroid (analysis.depth); a module it reads
+        # while building this one may still overflow.
+        notes.add("analysis", "nests too deep for astroid to build it and was skipped")
+        return {}
     ctx = FileContext(module, filename, lines, settings)
     instances = [rule(ctx) for rule in rules]
     failures: Dict[str, BaseException] = {}

@@ -17,7 +17,7 @@ from astroid.builder import AstroidBuilder
 from astroid.manager import AstroidManager
 
 from ..settings import SETTINGS, Settings
-from . import brain
+from . import brain, depth
 
 __all__ = ["SETTINGS", "Settings", "FileContext", "build_module", "worth_analysing"]
 
@@ -61,11 +61,24 @@ def build_module(source: str, path: str, tree: object = None) -> nodes.Module:
     ``tree``, when it is an ``ast.Module`` (flake8's, parsed from the same source), is what astroid
     rebuilds its nodes from instead of parsing the source a second time.
 
-    Raises ``AstroidSyntaxError`` (and ``RecursionError`` on pathologically long expressions).
+    A tree nested too deep for astroid's recursive walks is built from a copy with its deepest
+    parts cut (``analysis.depth``), so that the rest of the file is analysed as usual.
+
+    Raises ``AstroidSyntaxError``.
     """
     brain.install()
     builder = AstroidBuilder(AstroidManager())
     if not isinstance(tree, ast.Module):
+        tree = None
+        try:
+            parsed = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            parsed = None  # astroid reports it as it parses
+        if parsed is not None and depth.too_deep(parsed):
+            tree = depth.bounded(parsed)
+    elif depth.too_deep(tree):
+        tree = depth.bounded(tree)  # a copy: flake8's tree is every plugin's
+    if tree is None:
         return builder.string_build(source, _MODNAME, path)
     with _parsed_as(tree):
         return builder.string_build(source, _MODNAME, path)
