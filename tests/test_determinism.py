@@ -126,20 +126,25 @@ print(json.dumps(found, sort_keys=True))
 """
 
 
-def _in_subprocess(seed: str, step: int) -> Dict[str, List]:
+def _start(seed: str, step: int) -> "subprocess.Popen[str]":
     code = _SUBPROCESS.format(tests=str(ROOT / "tests"), step=step)
     env = {"PYTHONHASHSEED": seed, "PATH": "", "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def _result(process: "subprocess.Popen[str]") -> Dict[str, List]:
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def test_findings_do_not_depend_on_the_hash_seed() -> None:
     """Two processes, two hash seeds (set and dict iteration orders differ), files in opposite orders."""
-    first = _in_subprocess("0", 1)
-    second = _in_subprocess("1", -1)
-    assert first == second
-    assert sum(len(v) for v in first.values()) > 100
+    first, second = _start("0", 1), _start("1", -1)
+    found = _result(first)
+    assert found == _result(second)
+    assert sum(len(v) for v in found.values()) > 100
 
 
 def test_a_project_module_is_read_from_the_checked_files_own_tree(tmp_path: Path) -> None:
