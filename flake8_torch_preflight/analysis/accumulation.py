@@ -155,7 +155,7 @@ def _anchors(loop: "Scope") -> Iterator[Tuple[nodes.Call, str, List[nodes.Call]]
             if gradients.is_zero_grad(call):
                 yield call, "zero_grad", []
                 continue
-            if gradients.is_tensor_backward(call):
+            if gradients.accumulating_backward(call):
                 yield call, "backward", [call]
                 continue
             helper = loops.local_helper(call)
@@ -166,7 +166,7 @@ def _anchors(loop: "Scope") -> Iterator[Tuple[nodes.Call, str, List[nodes.Call]]
                 yield call, "step", []
             elif any(gradients.is_zero_grad(c) for c in inner):
                 yield call, "zero_grad", []
-            backs = [c for c in inner if gradients.is_tensor_backward(c)]
+            backs = [c for c in inner if gradients.accumulating_backward(c)]
             if backs:
                 yield call, "backward", backs
 

@@ -21,7 +21,7 @@ from typing import Iterator, Optional, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import dataflow, infer
+from . import dataflow, frameworks, infer
 from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
 
 #: Names people give optimizers; consulted only when a receiver's binding is unresolvable.
@@ -44,15 +44,29 @@ MAX_BASE_DEPTH = 4
 def is_tensor_backward(call: nodes.Call) -> bool:
     """``x.backward()`` / ``x.backward(retain_graph=True)``: a backward on a tensor.
 
-    A positional argument means ``accelerator.backward(loss)`` / ``engine.backward(loss)``
-    (``Tensor.backward(gradient)`` on a scalar loss is not used in training code), which the
-    framework scales itself.
+    A positional argument means a framework's backward (``accelerator.backward(loss)``,
+    ``fabric.backward(loss)``, ``engine.backward(loss)``; ``Tensor.backward(gradient)`` on a scalar
+    loss is not used in training code): ``frameworks`` says what each one does.
     """
     return infer.method_name(call) == "backward" and not call.args
 
 
+def accumulating_backward(call: nodes.Call) -> bool:
+    """A backward whose gradients add up in ``.grad`` unscaled: a tensor's, or a framework's that
+    does not divide by the accumulation steps itself (Lightning Fabric's, unlike Accelerate's)."""
+    if is_tensor_backward(call):
+        return True
+    if infer.method_name(call) != "backward" or not call.args:
+        return False
+    meaning = frameworks.method_meaning(call)
+    return meaning is not None and meaning.backward and not meaning.divides_accumulation
+
+
 def backward_receiver(call: nodes.Call) -> nodes.NodeNG:
-    """The tensor a ``x.backward()`` call differentiates (``x``)."""
+    """The tensor a backward call differentiates: ``x`` of ``x.backward()``, ``loss`` of
+    ``fabric.backward(loss)``."""
+    if call.args and not is_tensor_backward(call):
+        return call.args[0]
     return call.func.expr  # type: ignore[union-attr, no-any-return]
 
 

@@ -42,7 +42,7 @@ ACCUMULATE_CONTEXTS = frozenset({"accumulate"})
 class UnscaledAccumulation(Rule):
     code, slug = "TP004", "unscaled-accumulation"
     requires = text_gate(r"backward")  # every finding is a backward call of this file
-    message = "accumulating {n} micro-batches without loss / {n}: each update is that many times too large"
+    message = "accumulating {n} micro-batches, loss not divided by it: each update is that many times too large"
     quoted = ("n",)
     rationale = (
         "Gradient accumulation emulates a large batch by calling backward() on several micro-batches before "
