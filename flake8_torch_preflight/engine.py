@@ -28,17 +28,16 @@ from .rules import ALL_RULES, Rule
 
 #: CPU seconds one file's analysis may take before it is abandoned (its findings
 #: dropped, a note printed).  CPU time, not wall time, so a loaded machine or
-#: ``--jobs`` oversubscription does not trip it.  Measured: a 1000-deep call
-#: chain takes ~30 s of unbounded astroid inference; training scripts of
-#: pytorch/examples take < 1 s, the largest timm files ~2 s.
+#: ``--jobs`` oversubscription does not trip it.  A safety net for pathological
+#: input (unbounded astroid inference on a deep call chain): ordinary training
+#: files stay far below it (``benchmarks/scan.py --slow`` lists the slowest).
 BUDGET_SECONDS = 5.0
 
 #: Allocations between two young-generation garbage collections while a file is analysed.
 #: astroid allocates many long-lived objects, so Python's default (700 on 3.11) makes the
-#: collector rescan them over and over: measured with benchmarks/bench.py-style timing on
-#: pytorch/examples + nanoGPT + detr (133 files), 2.71 s of CPU with the default, 2.24 s with
-#: this (the same as with the collector off).  It is restored after each file, so flake8's own
-#: work and memory across files are unchanged (tests/test_robustness.py).
+#: collector rescan them over and over; with this threshold the analysis costs what it costs
+#: with the collector off (``benchmarks/bench.py`` measures it).  It is restored after each
+#: file, so flake8's own work and memory across files are unchanged (tests/test_robustness.py).
 GC_THRESHOLD0 = 50_000
 
 Findings = Dict[str, List[Tuple[int, int, str]]]
@@ -129,11 +128,10 @@ def _freeze_survivors() -> None:
 
     What survives a file (``_forget_file`` has run) is what lives for the whole run: astroid's
     builtins, the torch stubs, the user's modules astroid read, flake8's own state.  Python's
-    full collections rescanned all of it again and again; frozen, they scan only what is newer.
-    Measured in-process over peft + pytorch-image-models (758 files, this 2-core machine):
-    full collections 5.5 s of 32.9 s CPU, 2.5 s of 29.8 s with this; peak RSS 139 and 140 MiB.
-    Doubling the interval bounds what a freeze can pin that later turns to garbage (a node that
-    one of astroid's class-level object models last saw) to a few trees per doubling."""
+    full collections rescanned all of it again and again; frozen, they scan only what is newer,
+    at no cost in peak memory.  Doubling the interval bounds what a freeze can pin that later
+    turns to garbage (a node that one of astroid's class-level object models last saw) to a few
+    trees per doubling."""
     global _analysed
     _analysed += 1
     if _analysed & (_analysed - 1) == 0:  # a power of two

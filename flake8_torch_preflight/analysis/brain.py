@@ -64,10 +64,10 @@ _STUB_FILES = {
 
 #: The standard-library modules astroid may read; every other one is refused like an installed
 #: package (inference answers "unknown"; a name bound by its import still resolves through
-#: ``infer.dotted_name``).  Measured with astroid 4.3.4 on Python 3.11 (benchmarks/bench.py,
-#: benchmarks/scan.py): parsing typing, argparse, re, functools, logging and os cost ~1 s per
-#: process, inference through them was a fifth of the per-file time, and refusing them changed
-#: no finding over 2,090 files of 10 training repositories.  Kept: ``builtins`` (astroid needs
+#: ``infer.dotted_name``).  Parsing typing, argparse, re, functools, logging and os is most of
+#: a process's start-up and inference through them a large share of each file's time, and
+#: refusing them changed no finding over the ten scanned training repositories
+#: (``benchmarks/scan.py``).  Kept: ``builtins`` (astroid needs
 #: it), ``collections`` (astroid's namedtuple inference, which runs while it builds a subclass of
 #: a ``typing.NamedTuple`` class, asserts without it; ``OrderedDict`` of ``nn.Sequential``),
 #: ``copy`` (``deepcopy`` of layers), ``contextlib`` (``nullcontext`` beside ``autocast``) and
@@ -114,10 +114,10 @@ def _stub(modname: str) -> Optional[Module]:
 MAX_PROJECT_MODULES = 8
 
 #: Project modules larger than this (bytes of source) are not read: inference through a name
-#: imported from one is unknown, and the importing file keeps every other finding.  astroid needs
-#: about 0.3 s and 60 MB per 100 kB of source (a 1.8 MB sibling cost its importer the whole time
-#: budget; a 5 MB one, 1 GB); the largest module of ten training repositories is 331 kB (peft's
-#: tests/test_custom_models.py), most model files are under 200 kB.
+#: imported from one is unknown, and the importing file keeps every other finding.  astroid's time
+#: and memory grow with the source it reads, so a multi-megabyte sibling would cost its importer
+#: the whole time budget; the largest module of the ten scanned training repositories is 331 kB,
+#: most model files are under 200 kB.
 MAX_PROJECT_MODULE_BYTES = 512 * 1024
 
 _project_reads: Set[str] = set()

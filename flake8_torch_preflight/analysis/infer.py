@@ -51,8 +51,7 @@ def _qname_of(value: object) -> Optional[str]:
 
 #: ``safe_infer`` answers for the checked file: the rules and analyses ask about the same callee
 #: several times (its qualified name, its function, its kind), and a parameter resolved through
-#: call sites is not in astroid's own inference cache.  Measured over peft (443 files): 148,362
-#: calls, of which the repeats cost 0.77 s of 4.1 s in ``safe_infer``.
+#: call sites is not in astroid's own inference cache.
 _SAFE_INFER: "Dict[Tuple[nodes.NodeNG, int], Optional[object]]" = memo.per_file()
 
 

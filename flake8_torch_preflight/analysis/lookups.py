@@ -4,7 +4,7 @@ astroid resolves a name by filtering every binding of that name in its scope
 (``astroid.filter_statements._filter_stmts``): for ``loss`` after n statements
 ``loss = loss + term`` that is O(n) per lookup, and inferring the chain looks
 each link up again, so the cost of a file grew with the square of its length
-(1,200 rebindings: 1.9 s; 3,000: past the time budget).  ``install`` wraps that
+(``benchmarks/rebinding_chain.py`` prints it).  ``install`` wraps that
 filter, for this process, with two bounds that give the same answers wherever
 astroid's own would be usable:
 
