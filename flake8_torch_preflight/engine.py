@@ -123,7 +123,7 @@ def _analyse(
 
 
 def _freeze_survivors() -> None:
-    """After the 1st, 2nd, 4th, 8th, ... analysed file of this process, collect and move what
+    """After the 2nd, 4th, 8th, ... analysed file of this process, collect and move what
     survives to the collector's permanent generation (``gc.freeze``).
 
     What survives a file (``_forget_file`` has run) is what lives for the whole run: astroid's
@@ -134,7 +134,7 @@ def _freeze_survivors() -> None:
     trees per doubling."""
     global _analysed
     _analysed += 1
-    if _analysed & (_analysed - 1) == 0:  # a power of two
+    if _analysed > 1 and _analysed & (_analysed - 1) == 0:  # 2, 4, 8, ...: a one-file run (an editor's save) skips it
         gc.collect()
         gc.freeze()
 
