@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 
 from astroid import nodes
 
-from ..analysis import dataflow, device, entrypoint, infer, loader_use, training_step
+from ..analysis import dataflow, device, entrypoint, infer, loader_use, loops, training_step
 from ..analysis.torch_names import DATALOADERS
 from ._base import Rule, register, text_gate
 
@@ -22,6 +22,13 @@ WRAPPING_DATASETS = frozenset(
 
 #: Datasets that index tensors already in memory: no per-item work for worker processes to take over.
 IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset"})
+
+#: Calls a ``__getitem__`` may make and still only index memory (building a tensor or a number from
+#: what ``__init__`` loaded); any other call is taken as per-item work that workers would take over.
+CHEAP_ITEM_CALLS = frozenset(
+    {"len", "int", "float", "bool", "str", "list", "tuple", "dict", "range", "min", "max", "abs",
+     "tensor", "as_tensor", "from_numpy", "LongTensor", "FloatTensor", "array", "asarray", "long", "float32"}
+)
 
 #: Base class of map-style and iterable datasets (a file-defined subclass may move data to the GPU).
 DATASET_BASES = frozenset({"torch.utils.data.Dataset"})
@@ -43,17 +50,18 @@ class StarvedDataLoader(Rule):
         "between steps, while the GPU sits idle; with pin_memory=False (the default) a copy made with "
         "non_blocking=True goes through pageable memory and cannot overlap with compute. Neither changes "
         "results, so this is a tuning observation for files that train on CUDA (device strings, .cuda(), "
-        "torch.cuda, nccl). The rule reports a loader with no worker processes (and, in the same message, "
-        "no pinned memory), and a loader that only lacks pinned memory when the file copies batches with "
-        "non_blocking=True. Worker processes are started with spawn on Windows and macOS, which re-imports "
+        "torch.cuda, nccl). The rule reports a loader with no worker processes over a dataset that does "
+        "per-item work (and, in the same message, no pinned memory), and a loader that only lacks pinned "
+        "memory when the loop training from it copies its batches with non_blocking=True. Worker "
+        "processes are started with spawn on Windows and macOS, which re-imports "
         "the script: the fix then needs an `if __name__ == \"__main__\":` guard, and the message says so "
         "when the file has none."
     )
     leaves_alone = (
         "The loader is resolved as torch.utils.data.DataLoader through any alias. Loaders over a "
-        "TensorDataset (indexing tensors already in memory: workers and pinning add nothing), a loader that "
-        "has workers but no pinned memory in a file that makes no non_blocking copy (the copy blocks either "
-        "way), values passed through a **kwargs dict that cannot be read, datasets whose tensors are already "
+        "TensorDataset or a dataset class of the file whose __getitem__ only indexes what __init__ loaded "
+        "(workers and pinning add nothing), a loader that has workers but no pinned memory when no loop "
+        "training from it copies with non_blocking=True (the copy blocks either way), values passed through a **kwargs dict that cannot be read, datasets whose tensors are already "
         "on the GPU (pinning them raises, and CUDA cannot be used in forked workers), collate functions that "
         "move batches to the GPU, and files that never use CUDA are not reported; nor is a loader whose "
         "batches reach no training loop and no evaluation of the trained model in the file (a test that only "
@@ -134,7 +142,7 @@ class StarvedDataLoader(Rule):
             return  # indexing tensors already in memory: worker processes and pinning add nothing
         module = node.root()
         problems = _problems(settings)
-        if problems and not any("num_workers" in p for p in problems) and not _copies_non_blocking(module):
+        if problems and not any("num_workers" in p for p in problems) and not _copies_non_blocking(node):
             return  # pinning alone pays only for asynchronous copies: a blocking copy waits anyway
         if not problems:
             return
@@ -220,17 +228,38 @@ def _dict_mutated(name: nodes.Name) -> bool:
 
 
 def _in_memory_tensors(dataset: object) -> bool:
-    """``dataset`` is a ``TensorDataset`` (or a subclass of it), by inference."""
-    return isinstance(dataset, nodes.NodeNG) and infer.is_instance_of(dataset, IN_MEMORY_DATASETS)
+    """``dataset`` only indexes what is already in memory: a ``TensorDataset`` (or a subclass), or an
+    instance of a class of the file whose ``__getitem__`` makes no call beyond ``CHEAP_ITEM_CALLS``
+    (no file read, decode, transform or tokenizer per item)."""
+    if not isinstance(dataset, nodes.NodeNG):
+        return False
+    if infer.is_instance_of(dataset, IN_MEMORY_DATASETS):
+        return True
+    klass = infer.instance_class(dataset)
+    if klass is None or klass.root() is not dataset.root():
+        return False
+    method = klass.locals.get("__getitem__")
+    if not method or not isinstance(method[0], nodes.FunctionDef):
+        return False
+    return all(_cheap_item_call(call) for call in method[0].nodes_of_class(nodes.Call))
 
 
-def _copies_non_blocking(module: nodes.Module) -> bool:
-    """The file copies with ``non_blocking=True`` (``x.to(device, non_blocking=True)``,
-    ``x.cuda(non_blocking=True)``): the copies that unpinned host memory turns synchronous."""
-    for call in module.nodes_of_class(nodes.Call):
-        for keyword in call.keywords or ():
-            if keyword.arg == "non_blocking" and isinstance(keyword.value, nodes.Const) and keyword.value.value is True:
-                return True
+def _cheap_item_call(call: nodes.Call) -> bool:
+    name = infer.call_name(call)
+    return name in CHEAP_ITEM_CALLS
+
+
+def _copies_non_blocking(loader: nodes.Call) -> bool:
+    """A loop that trains from ``loader`` copies with ``non_blocking=True``
+    (``x.to(device, non_blocking=True)``, ``x.cuda(non_blocking=True)``): the copies that unpinned
+    host memory turns synchronous.  A non_blocking copy elsewhere in the file (a caching pass,
+    another loader, a model move) says nothing about this loader's batches."""
+    uses = loader_use.uses_of(loader, through_prepare=True)
+    for loop in uses.training_loops + uses.other_loops:
+        for call in loops.calls_in(loop.body):
+            for keyword in call.keywords or ():
+                if keyword.arg == "non_blocking" and isinstance(keyword.value, nodes.Const) and keyword.value.value:
+                    return True
     return False
 
 
