@@ -25,6 +25,7 @@ visible: a stronger signal).
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, Sequence, Set, Tuple
 
 from astroid import nodes
@@ -41,6 +42,10 @@ _GENERATOR_NAMES = {
     RANDOM_INSTANCE: "separate random.Random",
 }
 _SEEDERS = {TORCH: "torch.manual_seed(seed)", NUMPY: "np.random.seed(seed)", RANDOM: "random.seed(seed)"}
+
+
+#: A seeding call commented out: the author chose to leave the run unseeded.
+COMMENTED_SEED = re.compile(r"^\s*#.*\b(manual_seed|seed_everything|set_seed|random\.seed)\s*\(")
 
 
 @register
@@ -62,6 +67,7 @@ class UnseededRun(Rule):
     )
     leaves_alone = (
         "Files that only define functions, and runs that never train, are left alone."
+        " A file with a seeding call commented out (``# torch.manual_seed(1)``) has chosen to run unseeded."
     )
     example_bad = """
         import numpy as np
@@ -88,6 +94,8 @@ class UnseededRun(Rule):
     def visit_module(self, node: nodes.Module) -> None:
         if all(isinstance(s, _DEFINITIONS) for s in node.body):
             return  # only definitions: not a run
+        if any(COMMENTED_SEED.match(line) for line in self.ctx.lines):
+            return  # ``# torch.manual_seed(1)  # reproducible``: leaving the run unseeded is a stated choice
         calls = entrypoint.run_calls(node)
         if not entrypoint.trains(calls):
             return
