@@ -49,6 +49,8 @@ class RedundantTransfer(Rule):
         "(.to(torch.float16)), values modified in place before being sent, and a model moved back and forth "
         "in the same loop (to the CPU for a checkpoint, then back) are not reported; nor is an unresolved "
         "device in a file that never uses CUDA."
+        " A tensor rebound to its own device copy (``x = x.to(device)``) is left alone: from the second "
+        "iteration on it is on the device and the call copies nothing (a module rebound that way is still walked)."
     )
     example_bad = (
         "import torch\n"
@@ -102,6 +104,8 @@ class RedundantTransfer(Rule):
             return
         if not _is_batch_loop(loop):
             return
+        if what[1] != _MODULE_COST and _rebinds_its_receiver(node):
+            return  # ``x = x.to(device)``: from the second iteration on, x is there and .to() copies nothing
         self.report(node, what=what[0], cost=what[1])
 
 
@@ -164,6 +168,17 @@ def _constant_factory(expr: nodes.Call, loop: "loops.Loop") -> Optional["tuple[s
             if invariance.rebound_in(loop, name_node):
                 return None
     return "constant {}(...)".format(expr.func.as_string()), _TENSOR_COST
+
+
+def _rebinds_its_receiver(transfer: nodes.Call) -> bool:
+    """``x = x.to(device)``: the transfer's result is assigned back to what it moved."""
+    assign = transfer.parent
+    return (
+        isinstance(assign, nodes.Assign)
+        and len(assign.targets) == 1
+        and assign.value is transfer
+        and _self_transfer(assign.targets[0])
+    )
 
 
 def _self_transfer(target: nodes.NodeNG) -> bool:
