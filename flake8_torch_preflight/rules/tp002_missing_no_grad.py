@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis import dataflow, evaluation, loops, provenance
+from ..analysis import dataflow, evaluation, infer, loops, provenance
+from ..analysis.torch_names import MODULE_BASES
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ class MissingNoGrad(Rule):
         "maps)."
         " One root cause is one finding: the first forward of a function (in source order), and none in a "
         "function whose every call in the file is made from a function already reported."
+        " A method of a model class that no call in the file reaches (``Model.infer()`` run from another "
+        "module, whose caller may disable autograd) is left alone, with the methods only it calls."
     )
     example_bad = (
         "import torch.nn as nn\n"
@@ -128,9 +131,13 @@ class MissingNoGrad(Rule):
         first: Dict[int, Tuple[nodes.Call, Optional[nodes.FunctionDef], str]] = {}
         for call, func, why in sorted(self._found, key=lambda f: (f[0].lineno, f[0].col_offset)):
             first.setdefault(id(func) if func is not None else -call.lineno, (call, func, why))
-        reported = {id(func) for _, func, _ in first.values() if func is not None}
         p = provenance.of(self.ctx) if first else None
+        elsewhere = {id(func) for _, func, _ in first.values() if func is not None and p is not None
+                     and _called_elsewhere(p, func, 2)}
+        reported = {id(func) for _, func, _ in first.values() if func is not None} - elsewhere
         for call, func, why in first.values():
+            if func is not None and id(func) in elsewhere:
+                continue  # ``Model.infer()`` run from another module: its caller may well disable autograd
             if func is not None and p is not None and self._covered_by_callers(p, func, reported):
                 continue
             self.report(call, call=_text(call.func, self.ctx.lines) + "(...)", why=why)
@@ -202,6 +209,24 @@ class MissingNoGrad(Rule):
 def _backpropagated(p: provenance.Provenance, call: nodes.Call) -> bool:
     ident = id(call)
     return any(ident in b.prov.sources or ident in b.prov.maybe for b in p.backwards)
+
+
+def _called_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
+    """A method of a model class with no call in this file (its callers live in other modules), or
+    one called only from such methods (``depth`` levels up)."""
+    sites = p.call_sites(func)
+    if not sites:
+        return _module_method(func)
+    if depth <= 0:
+        return False
+    callers = [evaluation.enclosing_function(site) for site in sites]
+    return all(c is not None and c is not func and _called_elsewhere(p, c, depth - 1) for c in callers)
+
+
+def _module_method(func: nodes.FunctionDef) -> bool:
+    """A method of an ``nn.Module`` subclass (a model's own ``infer``/``inference``/``predict``)."""
+    klass = func.parent.frame() if func.is_method() and func.parent is not None else None
+    return isinstance(klass, nodes.ClassDef) and infer.class_is_subclass_of(klass, MODULE_BASES)
 
 
 def _text(node: nodes.NodeNG, lines: Sequence[str]) -> str:
