@@ -348,6 +348,15 @@ def _plain(args: List[nodes.NodeNG]) -> List[nodes.NodeNG]:
 def _function_moves_to_device(expr: nodes.NodeNG) -> bool:
     if isinstance(expr, nodes.Lambda):
         return _moves_to_device(expr)
+    if isinstance(expr, nodes.Name):
+        values = dataflow.assigned_values(expr)
+        if values and len(values) == 1 and isinstance(values[0], nodes.Call):
+            expr = values[0]
+    if isinstance(expr, nodes.Call) and infer.call_name(expr) == "partial" and expr.args:
+        # partial(collate, device=device): the collate function is handed the device it moves batches to
+        if any(k.arg == "device" for k in expr.keywords or ()):
+            return True
+        return _function_moves_to_device(expr.args[0])
     func = infer.function_def(expr)
     return func is not None and func.root() is expr.root() and _moves_to_device(func)
 
