@@ -5,7 +5,7 @@ from typing import Optional
 
 from astroid import nodes
 
-from ..analysis import device, infer, training_step
+from ..analysis import device, evaluation, grad, infer, training_step
 from ._base import Rule, register, text_gate
 
 #: Tensor methods that download a value and so wait for the GPU queue (``device.SYNC_METHODS``).
@@ -41,6 +41,9 @@ class SyncInHotLoop(Rule):
     leaves_alone = (
         "Syncs under a periodic logging branch (if step % 100 == 0), on tensors that are provably on the "
         "host, and in files that never use CUDA are not reported."
+        " A loop over a literal list or tuple of a few items (``for mask in [train, val, test]``) and an "
+        "evaluation function run with autograd off (``@torch.no_grad() def test():`` beside ``train()``) are "
+        "not reported."
     )
     example_bad = (
         "import torch\n"
@@ -81,7 +84,7 @@ class SyncInHotLoop(Rule):
         if sync is None:
             return
         loop = training_step.per_element_loop(node)
-        if loop is None:
+        if loop is None or _few_literal_items(loop) or _evaluation(node):
             return
         self.report(node, sync=sync, loop=_loop_text(loop))
 
@@ -122,6 +125,30 @@ def _already_on_host(expr: nodes.NodeNG) -> bool:
     """The value was downloaded already (``x.cpu().numpy()``: only the ``.cpu()`` syncs) or
     provably never left the host (``torch.randperm(n)[i].item()``)."""
     return device.is_host_value(expr)
+
+
+def _evaluation(node: nodes.NodeNG) -> bool:
+    """An evaluation function with autograd off (``@torch.no_grad() def test():`` called once per
+    epoch beside ``train()``): not the training step, even where one epoch is one step."""
+    func = evaluation.enclosing_function(node)
+    return func is not None and evaluation.eval_named(func) and grad.grad_disabled(node)
+
+
+#: A loop over a literal list or tuple of at most this many items (``for mask in (train, val,
+#: test)``) syncs a handful of times, not once per element of the data or the model.
+MAX_LITERAL_ITEMS = 4
+
+
+def _few_literal_items(loop: training_step.Element) -> bool:
+    if isinstance(loop, nodes.For):
+        iterable = loop.iter
+    elif isinstance(loop, nodes.While):
+        return False
+    else:
+        iterable = loop.generators[0].iter
+    if isinstance(iterable, nodes.Call) and infer.call_name(iterable) in ("enumerate", "zip") and iterable.args:
+        iterable = iterable.args[0]
+    return isinstance(iterable, (nodes.List, nodes.Tuple)) and len(iterable.elts) <= MAX_LITERAL_ITEMS
 
 
 def _loop_text(loop: training_step.Element) -> str:
