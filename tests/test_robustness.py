@@ -49,6 +49,24 @@ def test_a_file_over_budget_is_skipped_with_a_note(monkeypatch, capsys) -> None:
     assert "took longer than" in capsys.readouterr().err
 
 
+def test_the_work_budget_is_a_count_the_same_in_every_run(monkeypatch, capsys) -> None:
+    """Past ``work.MAX_INFERENCES`` a file is skipped with its note whatever the machine's load."""
+    from flake8_torch_preflight.analysis import work
+
+    source = "import torch\nx = torch.randn(2, 3)\n" + "x = torch.softmax(x, 1)\n" * 40
+    source += "loss = torch.nn.CrossEntropyLoss()(x, 0)\n"
+    assert "TP006" in engine.analyse_file("small.py", _lines(source), build.Settings())
+    used = work.used()
+    assert used > 10
+    monkeypatch.setattr(work, "MAX_INFERENCES", used - 1)
+    for _ in range(2):
+        assert engine.analyse_file("small.py", _lines(source), build.Settings()) == {}
+        err = capsys.readouterr().err
+        assert "needed more than {:,} inferences and was skipped".format(used - 1) in err
+    monkeypatch.setattr(work, "MAX_INFERENCES", used)
+    assert "TP006" in engine.analyse_file("small.py", _lines(source), build.Settings())
+
+
 @pytest.mark.parametrize(
     "source",
     [

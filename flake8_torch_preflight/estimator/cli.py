@@ -20,7 +20,6 @@ import importlib
 import json
 import os
 import sys
-import time
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import IO, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
@@ -287,16 +286,19 @@ def _read_script(path: str) -> RunSpec:
     recipe = path.lower().endswith(RECIPE_SUFFIXES)
     reader = importlib.import_module(_RECIPE if recipe else _EXTRACT)
     from ..analysis.walker import BudgetExceeded
-    from ..engine import BUDGET_SECONDS, _time_budget
+    from ..engine import FileBudget
 
-    too_slow = (f"{path}: reading the run took more than {BUDGET_SECONDS:g} s of CPU time "
-                "(the linter's per-file budget) and was stopped; give the run as flags instead")
-    deadline = time.process_time() + BUDGET_SECONDS
+    budget = FileBudget()
+
+    def too_slow() -> str:
+        return (f"{path}: reading the run {budget.exceeded()} (the linter's per-file budget) "
+                "and was stopped; give the run as flags instead")
+
     try:
-        with _time_budget(BUDGET_SECONDS):
+        with budget:
             run = reader.read_run(path)
     except BudgetExceeded:
-        _fail(too_slow)
+        _fail(too_slow())
     except (CatalogueError, RunSpecError) as err:
         if getattr(err, "whole_line", False):  # says all there is to say, not about this file
             _fail(str(err))
@@ -304,8 +306,8 @@ def _read_script(path: str) -> RunSpec:
     except OSError as err:
         _fail(f"cannot read {path}: {err.strerror or err}")
     except Exception as err:  # the script reader must never print a traceback
-        if time.process_time() >= deadline:  # the budget's signal arrived inside C code
-            _fail(too_slow)
+        if budget.past_deadline():  # the budget's signal arrived inside C code
+            _fail(too_slow())
         _fail(f"cannot read {path}: {type(err).__name__}: {err}")
     if not isinstance(run, RunSpec):
         _fail(f"cannot read {path}: the reader returned {type(run).__name__}, not a RunSpec")

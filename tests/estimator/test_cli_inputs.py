@@ -216,7 +216,7 @@ def test_the_reader_stops_at_the_linters_cpu_budget(tmp_path: Path, monkeypatch:
     chain.write_text("\n".join(lines) + "\n")
     status, out, err = run_cli(["estimate", str(chain), "--gpu", "t4"], capsys)
     assert (status, out) == (2, "")
-    assert err == (f"estimate: {chain}: reading the run took more than 0.5 s of CPU time (the linter's per-file "
+    assert err == (f"estimate: {chain}: reading the run took longer than 0.5 s of CPU time (the linter's per-file "
                    "budget) and was stopped; give the run as flags instead\n")
 
 
