@@ -60,7 +60,7 @@ class StarvedDataLoader(Rule):
     leaves_alone = (
         "The loader is resolved as torch.utils.data.DataLoader through any alias. Loaders over a "
         "TensorDataset, a range, a literal list or a tensor (batching indices), or a dataset class of the "
-        "file whose __getitem__ only indexes what __init__ loaded "
+        "project (this file or a module it imports) whose __getitem__ only indexes what __init__ loaded "
         "(workers and pinning add nothing), a loader that has workers but no pinned memory when no loop "
         "training from it copies with non_blocking=True (the copy blocks either way), values passed "
         "through a **kwargs dict that cannot be read, datasets whose tensors are already "
@@ -232,7 +232,7 @@ def _dict_mutated(name: nodes.Name) -> bool:
 def _in_memory_tensors(dataset: object) -> bool:
     """``dataset`` only indexes what is already in memory: a ``TensorDataset`` (or a subclass), a
     ``range``, a literal list or a tensor, or an
-    instance of a class of the file whose ``__getitem__`` makes no call beyond ``CHEAP_ITEM_CALLS``
+    instance of a class of the project whose ``__getitem__`` makes no call beyond ``CHEAP_ITEM_CALLS``
     (no file read, decode, transform or tokenizer per item)."""
     if not isinstance(dataset, nodes.NodeNG):
         return False
@@ -243,8 +243,8 @@ def _in_memory_tensors(dataset: object) -> bool:
     if device.is_tensor(dataset):
         return True  # a tensor indexed row by row
     klass = infer.instance_class(dataset)
-    if klass is None or klass.root() is not dataset.root():
-        return False
+    if klass is None or str(klass.root().name).split(".")[0] == "torch":
+        return False  # a class of the file or of a project module it imports, read from source
     method = klass.locals.get("__getitem__")
     if not method or not isinstance(method[0], nodes.FunctionDef):
         return False
