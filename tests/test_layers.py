@@ -85,3 +85,29 @@ def test_the_check_sees_the_imports_it_judges() -> None:
     costmodel = set(_imports(MODULES[NAME + ".estimator.costmodel"]))
     assert NAME + ".estimator.run" in costmodel
     assert _layer_of(NAME + ".analysis.infer") == "analysis"
+
+
+def _name_sets() -> Iterator[tuple]:
+    """(module, constant, its strings) for every module-level frozenset/set of string literals."""
+    for module, path in MODULES.items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                continue
+            value = node.value
+            if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "frozenset" and value.args:
+                value = value.args[0]
+            if isinstance(value, ast.Set) and value.elts and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+            ):
+                yield module, node.targets[0].id, frozenset(e.value for e in value.elts)
+
+
+def test_each_shared_name_set_is_defined_once() -> None:
+    """No two modules define the same set of names, and the iteration wrappers live in one place."""
+    seen: Dict[frozenset, str] = {}
+    for module, name, values in _name_sets():
+        where = "{}.{}".format(module, name)
+        assert values not in seen, "{} repeats {}".format(where, seen[values])
+        seen[values] = where
+    holders = {where for values, where in seen.items() if "enumerate" in values and "tqdm" in values}
+    assert holders == {NAME + ".analysis.loops.ITERATION_WRAPPERS"}

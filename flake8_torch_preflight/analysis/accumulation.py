@@ -39,9 +39,6 @@ MICRO_BATCH_NAME = re.compile(
 #: Tensor methods and torch functions that cut a batch into micro-batches.
 SPLIT_METHODS = frozenset({"chunk", "split", "tensor_split"})
 
-#: Wrappers around an iterable that keep its items (``enumerate(x.chunk(4))``).
-ITERABLE_WRAPPERS = frozenset({"enumerate", "zip", "tqdm", "list", "iter", "tuple"})
-
 #: In-place tensor methods that rescale accumulated gradients before the step (``p.grad.div_(N)``).
 GRAD_RESCALE_METHODS = frozenset({"div_", "mul_"})
 
@@ -280,9 +277,7 @@ def _gated_by(node: nodes.NodeNG, gate: nodes.NodeNG) -> bool:
 def _micro_batch_count(loop: nodes.For) -> Optional[Tuple[Optional[nodes.NodeNG], str]]:
     """``(N, text)`` when ``loop`` iterates over micro-batches; N is None when only the iterable
     is known (the text then reads ``len(...)``)."""
-    iterable = loop.iter
-    while isinstance(iterable, nodes.Call) and infer.call_name(iterable) in ITERABLE_WRAPPERS and iterable.args:
-        iterable = iterable.args[0]
+    iterable = loops.unwrap_iteration(loop.iter)  # enumerate(x.chunk(4))
     name = infer.call_name(iterable)
     if isinstance(iterable, nodes.Call) and name in SPLIT_METHODS:
         count = None

@@ -32,8 +32,8 @@ SYNC_BUILTINS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 #: Calls that block the host until the device (or a stream, or an event) is idle.
 SYNC_FUNCTIONS = frozenset({"torch.cuda.synchronize", "torch.cuda.Stream.synchronize", "torch.cuda.Event.synchronize"})
 
-#: Tensor methods whose result lives on the host: the download already happened.
-HOST_RESULT_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
+#: Tensor methods whose result lives on the host: the download (a sync) already happened.
+HOST_RESULT_METHODS = SYNC_METHODS
 
 #: torch factories that build a new tensor on the host unless given ``device=``.
 #: (``*_like`` factories follow their input's device, so they are not listed.)

@@ -15,7 +15,7 @@ from typing import List, Optional, Set
 
 from astroid import nodes
 
-from . import infer, loops
+from . import frameworks, gradients, infer, loops
 from .modes import calls_in_order
 from .torch_names import MODULE_BASES
 
@@ -23,8 +23,8 @@ from .torch_names import MODULE_BASES
 HELPER_DEPTH = 5
 
 #: Calls that show a script trains (rather than only evaluates or converts).
-TRAINING_METHODS = frozenset({"backward"})
-TRAINING_CALLS = frozenset({"fit"})
+TRAINING_METHODS = gradients.BACKWARD_METHODS
+TRAINING_CALLS = frameworks.FIT_METHODS
 
 #: Launchers that run the function they are given (first argument or ``fn=``) in each worker
 #: process, as (module, function) import paths.  ``torch.multiprocessing`` has no stub, so these

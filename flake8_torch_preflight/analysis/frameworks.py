@@ -73,6 +73,10 @@ FUNCTIONS: Dict[str, Meaning] = {
     "accelerate.data_loader.prepare_data_loader": Meaning(reshards_loaders=True),
 }
 
+#: Methods of a framework trainer that train the model and loaders they are handed
+#: (Lightning's ``trainer.fit(model, dl)``): a call of one shows a script trains.
+FIT_METHODS = frozenset({"fit"})
+
 #: Fallback when the receiver's binding cannot be followed: its last name says the framework.
 RECEIVER_NAMES: Tuple[Tuple["re.Pattern[str]", str], ...] = (
     (re.compile(r"accelerat", re.IGNORECASE), "accelerate"),

@@ -24,6 +24,10 @@ from astroid.exceptions import AstroidError
 from . import dataflow, frameworks, infer
 from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
 
+#: Method names that run a backward pass: ``t.backward()``, ``accelerator.backward(loss)``,
+#: Lightning's ``self.manual_backward(loss)``.
+BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+
 #: Names people give optimizers; consulted only when a receiver's binding is unresolvable.
 OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|\d|$)", re.IGNORECASE)
 

@@ -31,14 +31,9 @@ from .torch_names import DATALOADERS
 #: (a cheap filter: ``frameworks`` decides from the receiver what the call is).
 PREPARE_CALLS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
 
-#: Framework methods that train from a loader they are handed (Lightning ``trainer.fit(model, dl)``).
-FIT_CALLS = frozenset({"fit"})
 
 #: Packages whose ``...Trainer`` classes train the model they are handed (resolved through imports).
 TRAINER_PACKAGES = frozenset({"transformers", "trl", "lightning", "pytorch_lightning"})
-
-#: Calls that keep yielding the items of their first argument (``enumerate(loader)``).
-ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "tqdm", "islice", "cycle", "chain", "list"})
 
 #: The distributed sampler (subclasses count).
 DISTRIBUTED_SAMPLERS = frozenset({"torch.utils.data.DistributedSampler"})
@@ -125,7 +120,7 @@ def _flow(
                     for target in _unpacked_targets(parent, parent.args.index(child), len(parent.args)):
                         _flow_into_target(target, depth - 1, uses, seen, via)
                 return
-            if deep and name in FIT_CALLS and isinstance(parent.func, nodes.Attribute):
+            if deep and name in frameworks.FIT_METHODS and isinstance(parent.func, nodes.Attribute):
                 uses.handed_to_training = True
                 return
             if name == "next" and isinstance(parent.func, nodes.Name):
@@ -150,7 +145,7 @@ def _flow(
                     for use in _name_uses(param):
                         _flow(use, depth - 1, uses, seen, via + (parent,), deep)
                 return
-            if name not in ITERATION_WRAPPERS:
+            if name not in loops.ITERATION_WRAPPERS:
                 if deep and _hands_optimizer(parent):
                     uses.handed_to_training = True  # train_one_epoch(model, loader, optimizer) of another module
                 return  # len(loader), print(loader), a library call: not an iteration
@@ -201,7 +196,7 @@ def trainer_models(module: nodes.Module) -> Set[str]:
         if isinstance(model, (nodes.Name, nodes.Attribute)):
             found.add(dataflow.binding_text(model))
     for call in module.nodes_of_class(nodes.Call):
-        if infer.method_name(call) not in FIT_CALLS or not call.args:
+        if infer.method_name(call) not in frameworks.FIT_METHODS or not call.args:
             continue
         model, receiver = call.args[0], call.func.expr  # type: ignore[union-attr]
         if isinstance(model, (nodes.Name, nodes.Attribute)) and _built_by_trainer(receiver):

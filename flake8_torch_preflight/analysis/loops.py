@@ -8,7 +8,19 @@ from astroid import nodes
 from . import infer, memo
 
 Loop = Union[nodes.For, nodes.While]
+
+#: Calls that keep yielding the items of their first argument: ``enumerate(loader)``,
+#: ``tqdm(loader)``, ``islice(loader, n)``, ``zip(a, b)`` (its first), ``iter(loader)``.
+ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "tqdm", "islice", "cycle", "chain", "list", "tuple", "iter"})
 _SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
+
+
+def unwrap_iteration(iterable: nodes.NodeNG) -> nodes.NodeNG:
+    """What ``iterable`` iterates once its ``ITERATION_WRAPPERS`` are taken off:
+    ``loader`` for ``enumerate(tqdm(loader))``."""
+    while isinstance(iterable, nodes.Call) and infer.call_name(iterable) in ITERATION_WRAPPERS and iterable.args:
+        iterable = iterable.args[0]
+    return iterable
 
 
 def enclosing_loops(node: nodes.NodeNG) -> List[Loop]:

@@ -29,13 +29,11 @@ from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 
 from . import dataflow, infer
-from .torch_names import MODULE_BASES
+from .torch_names import LOSS_BASES, MODULE_BASES
 
 #: Results of :func:`kind`.
 MODEL, LOSS, LAYER = "model", "loss", "layer"
 
-#: Base class of every torch loss module (``nn.CrossEntropyLoss`` ...).
-LOSS_BASES = frozenset({"torch.nn._Loss"})
 
 #: Functional losses; their result is a loss value.
 LOSS_FUNCTIONS = frozenset(

@@ -35,7 +35,7 @@ from astroid.exceptions import AstroidError
 
 from . import infer, static_values
 from .static_values import UNKNOWN, Resolved, Unknown
-from .torch_names import MODULE_BASES
+from .torch_names import LOSS_BASES, MODULE_BASES
 
 #: Statements interpreted per count before giving up (keeps 10 000-layer loops bounded).
 MAX_STEPS = 50_000
@@ -54,8 +54,6 @@ PARAMETER_FREE = frozenset(
     ).split()
 )
 
-#: Base of every torch loss: no parameters (a class ``weight`` is a buffer).
-LOSS_BASE = frozenset({"torch.nn._Loss"})
 
 #: Third-party module bases that add no parameters of their own (resolved by import name).
 PARAMETER_FREE_BASES = frozenset(
@@ -500,7 +498,7 @@ class _Counter:
                      env: Dict[str, Any]) -> ModuleValue:
         if qname in CONTAINERS:
             return self._container(qname, call, env)
-        if qname in PARAMETER_FREE or infer.class_is_subclass_of(cls, LOSS_BASE):
+        if qname in PARAMETER_FREE or infer.class_is_subclass_of(cls, LOSS_BASES):
             return _leaf(qname, 0, {})
         formula = LAYERS.get(qname)
         init = _init_of(cls)

@@ -76,7 +76,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Seq
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 
-from . import dataflow, grad, infer, models, notes
+from . import dataflow, grad, gradients, infer, models, notes
 from .torch_names import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 
 if TYPE_CHECKING:
@@ -193,8 +193,7 @@ TENSOR_ARG_METHODS = frozenset(
 #: In-place tensor methods: the receiver takes in the arguments' graph.
 INPLACE_METHODS = frozenset({"copy_", "add_", "mul_", "sub_", "div_", "addcmul_", "addcdiv_", "lerp_"})
 
-#: Method names that run backward: ``t.backward()``, ``accelerator.backward(loss)``, Lightning's manual one.
-BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+BACKWARD_METHODS = gradients.BACKWARD_METHODS
 
 #: Receivers of ``.backward(loss)`` that are not tensors (the loss is the argument): fallback by
 #: name when the receiver is not itself a graph.

@@ -4,6 +4,9 @@ from __future__ import annotations
 #: Base class of every module; instances of subclasses are models or layers.
 MODULE_BASES = frozenset({"torch.nn.Module"})
 
+#: Base class of the torch loss modules (parameter-free, not a model).
+LOSS_BASES = frozenset({"torch.nn._Loss"})
+
 #: Base class of every torch optimizer.
 OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer"})
 

@@ -19,7 +19,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Union
 
 from astroid import nodes
 
-from . import infer, loops, memo
+from . import gradients, infer, loops, memo
 from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
 
 #: Comprehension node types: each evaluates its element once per item.
@@ -27,7 +27,7 @@ COMPREHENSIONS = (nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.Generator
 
 #: Method names whose call runs a backward pass (receiver not checked: only tensors and
 #: accelerate's ``Accelerator`` have it, and both mean a step).
-BACKWARD_METHODS = frozenset({"backward"})
+BACKWARD_METHODS = gradients.BACKWARD_METHODS
 
 #: Base classes whose ``training_step`` method Lightning calls once per step (resolved
 #: syntactically through the file's imports; lightning is never read).

@@ -102,8 +102,6 @@ FSDP_STRATEGIES = {"FULL_SHARD": "fsdp", "SHARD_GRAD_OP": "zero-2", "NO_SHARD": 
 CROPS = frozenset({"RandomResizedCrop", "CenterCrop", "RandomCrop"})
 RESIZES = frozenset({"Resize"})
 
-#: Calls a loop wraps its loader in (``enumerate(loader)``, ``tqdm(loader)``).
-LOADER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
 
 #: Tokenizer methods that take ``max_length``.
 TOKENIZER_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "__call__", "apply_chat_template"})
@@ -909,8 +907,7 @@ class _Reader:
     def _loaders_of(self, expr: nodes.NodeNG, depth: int) -> List[nodes.Call]:
         if depth < 0:
             return []
-        while isinstance(expr, nodes.Call) and infer.call_name(expr) in LOADER_WRAPPERS and expr.args:
-            expr = expr.args[0]
+        expr = loops.unwrap_iteration(expr)
         if isinstance(expr, nodes.Call):
             return [expr] if model_flow.class_qname(expr) in DATALOADERS else []
         values = dataflow.assigned_values(expr)
