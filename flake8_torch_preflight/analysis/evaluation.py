@@ -291,7 +291,7 @@ def _frozen_producer(value: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], Opt
                 return isinstance(kw.value, nodes.Const) and kw.value.value is False
         return True
     if infer.dotted_name(func) in PEFT_WRAPPERS:
-        config = _argument(value, 1, "peft_config")
+        config = infer.argument(value, "peft_config", 1)
         return config is not None and depth < 2 and _inference_config(config, reaching)
     return False
 
@@ -316,12 +316,3 @@ def _inference_config(config: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], O
         if kw.arg == "inference_mode":
             return isinstance(kw.value, nodes.Const) and kw.value.value is True
     return False
-
-
-def _argument(call: nodes.Call, index: int, keyword: str) -> Optional[nodes.NodeNG]:
-    if len(call.args) > index and not isinstance(call.args[index], nodes.Starred):
-        return call.args[index]
-    for kw in call.keywords or ():
-        if kw.arg == keyword:
-            return kw.value
-    return None

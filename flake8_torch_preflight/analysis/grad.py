@@ -1,7 +1,6 @@
 """Is autograd off where a node runs?  ``no_grad``/``inference_mode`` blocks and decorators."""
 from __future__ import annotations
 
-from typing import Optional
 
 from astroid import nodes
 
@@ -21,22 +20,13 @@ def turns_grad_off(expr: nodes.NodeNG) -> bool:
             return _first_arg_is_not_false(expr, "mode")
         return True
     if name in GRAD_MODE_SETTERS and isinstance(expr, nodes.Call):
-        arg = _argument(expr, 0, "mode")
+        arg = infer.argument(expr, "mode", 0)
         return isinstance(arg, nodes.Const) and arg.value is False
     return False
 
 
-def _argument(call: nodes.Call, index: int, keyword: str) -> Optional[nodes.NodeNG]:
-    if len(call.args) > index:
-        return call.args[index]
-    for kw in call.keywords or ():
-        if kw.arg == keyword:
-            return kw.value
-    return None
-
-
 def _first_arg_is_not_false(call: nodes.Call, keyword: str) -> bool:
-    arg = _argument(call, 0, keyword)
+    arg = infer.argument(call, keyword, 0)
     return not (isinstance(arg, nodes.Const) and arg.value is False)
 
 

@@ -194,6 +194,17 @@ def function_def(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
     return None
 
 
+def argument(call: nodes.Call, keyword: str, index: int) -> Optional[nodes.NodeNG]:
+    """The argument a call passes for the parameter ``keyword`` at position ``index``: the keyword
+    if given, else the positional argument there (None when a ``*args`` at or before it hides it)."""
+    for kw in call.keywords or ():
+        if kw.arg == keyword:
+            return kw.value  # type: ignore[no-any-return]
+    if len(call.args) > index and not any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]):
+        return call.args[index]  # type: ignore[no-any-return]
+    return None
+
+
 def method_name(call: nodes.NodeNG) -> Optional[str]:
     """``"backward"`` for ``x.backward()``: the attribute name a call invokes (no inference)."""
     if isinstance(call, nodes.Call) and isinstance(call.func, nodes.Attribute):

@@ -156,7 +156,7 @@ def _flow(
         func = parent.scope()  # ``return train_dl, val_dl``: follow the unpacked position at each call site
         if isinstance(func, nodes.FunctionDef):
             index = parent.elts.index(child)
-            for site in call_sites(func):
+            for site in loops.call_sites(func):
                 for target in _unpacked_targets(site, index, len(parent.elts)):
                     _flow_into_target(target, depth - 1, uses, seen, via)
         return
@@ -168,7 +168,7 @@ def _flow(
     elif isinstance(parent, nodes.Return):
         func = parent.scope()
         if isinstance(func, nodes.FunctionDef):
-            for site in call_sites(func):
+            for site in loops.call_sites(func):
                 _flow(site, depth - 1, uses, seen, via, deep)
 
 
@@ -397,15 +397,6 @@ def sampled_once(call: nodes.Call) -> bool:
     return found
 
 
-def call_sites(func: nodes.FunctionDef) -> List[nodes.Call]:
-    """Calls in the file that resolve to ``func`` (``train(...)``, ``self.train(...)``)."""
-    return [
-        call
-        for call in func.root().nodes_of_class(nodes.Call)
-        if infer.call_name(call) == func.name and loops.local_helper(call) is func
-    ]
-
-
 def epoch_loops(loop: "loops.Loop", via: Tuple[nodes.Call, ...] = (), depth: int = 2) -> List["loops.Loop"]:
     """Loops that run ``loop`` again: around it, around the calls ``via`` which the value was
     passed through, or (when none, and the route did not call the loop's function itself) around
@@ -420,7 +411,7 @@ def epoch_loops(loop: "loops.Loop", via: Tuple[nodes.Call, ...] = (), depth: int
     if any(loops.local_helper(site) is func for site in via):
         return []  # handed straight to the loop's function: that call runs it once
     found: List[loops.Loop] = []
-    for site in call_sites(func):
+    for site in loops.call_sites(func):
         around = loops.enclosing_loops(site)
         if around:
             found.extend(around)
@@ -435,7 +426,7 @@ def _function_epoch_loops(func: nodes.FunctionDef, depth: int) -> List["loops.Lo
     if depth <= 0:
         return []
     found: List[loops.Loop] = []
-    for site in call_sites(func):
+    for site in loops.call_sites(func):
         found.extend(loops.enclosing_loops(site))
     return found
 

@@ -121,6 +121,16 @@ def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     return func
 
 
+def call_sites(func: nodes.FunctionDef) -> List[nodes.Call]:
+    """Calls in the file that resolve to ``func`` (``train(...)``, ``self.train(...)``) by name and
+    inference; provenance's ``call_sites`` also finds calls under other names."""
+    return [
+        call
+        for call in func.root().nodes_of_class(nodes.Call)
+        if infer.call_name(call) == func.name and local_helper(call) is func
+    ]
+
+
 def loop_calls(loop: Loop, helper_depth: int = 2) -> List[nodes.Call]:
     """Calls one iteration of ``loop`` makes (its body, nested loops and local helpers included).
     Collected once per loop and depth for the checked file (a rule asks for every statement of a

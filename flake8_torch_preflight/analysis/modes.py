@@ -368,7 +368,7 @@ def trained_models(events: List[Event]) -> Optional[Set[str]]:
             return None
         if not infer.class_is_subclass_of(klass, OPTIMIZER_BASES):
             continue  # a scheduler or another stepped object of known type
-        owner = _parameters_owner(_argument(built, 0, "params"))
+        owner = _parameters_owner(infer.argument(built, "params", 0))
         if owner is None:
             return None
         owners.add(owner)
@@ -386,9 +386,3 @@ def _owner_name(expr: nodes.NodeNG) -> Optional[str]:
     while isinstance(expr, nodes.Attribute) and expr.attrname == "module":
         expr = expr.expr
     return dataflow.terminal_name(expr)
-
-
-def _argument(call: nodes.Call, index: int, keyword: str) -> Optional[nodes.NodeNG]:
-    if len(call.args) > index and not isinstance(call.args[index], nodes.Starred):
-        return call.args[index]
-    return next((kw.value for kw in call.keywords or () if kw.arg == keyword), None)

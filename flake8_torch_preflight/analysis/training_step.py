@@ -149,7 +149,7 @@ def runs_per_step(func: nodes.FunctionDef, depth: int = MAX_HELPER_DEPTH) -> boo
     key = ("perstep", id(func), depth)
     if key not in memo:
         memo[key] = False  # provisional, guards recursion
-        memo[key] = any(in_step(site, depth - 1) for site in call_sites(func))
+        memo[key] = any(in_step(site, depth - 1) for site in loops.call_sites(func))
     return memo[key]
 
 
@@ -165,16 +165,6 @@ def in_step(node: nodes.NodeNG, depth: int = MAX_HELPER_DEPTH) -> bool:
             return True
         child, parent = parent, parent.parent
     return isinstance(parent, nodes.FunctionDef) and runs_per_step(parent, depth)
-
-
-def call_sites(func: nodes.FunctionDef) -> List[nodes.Call]:
-    """Calls in the file that resolve to ``func`` (``train_step(...)``, ``self.train_step(...)``)."""
-    name = func.name
-    return [
-        call
-        for call in func.root().nodes_of_class(nodes.Call)
-        if infer.call_name(call) == name and loops.local_helper(call) is func
-    ]
 
 
 def per_element_loop(node: nodes.NodeNG) -> Optional[Element]:

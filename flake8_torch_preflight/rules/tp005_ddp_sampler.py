@@ -147,12 +147,12 @@ class DdpSampler(Rule):
     def _check_loader(self, call: nodes.Call) -> None:
         if _framework(call) or loader_use.rank_zero_only(call):
             return
-        batch_sampler = _argument(call, "batch_sampler", 4)
+        batch_sampler = infer.argument(call, "batch_sampler", 4)
         if batch_sampler is not None and not _is_none(batch_sampler):
             return
-        shuffle = _argument(call, "shuffle", 2)
+        shuffle = infer.argument(call, "shuffle", 2)
         shuffled = shuffle is not None and infer.const_values(shuffle) == [True]
-        sampler = _argument(call, "sampler", 3)
+        sampler = infer.argument(call, "sampler", 3)
         if sampler is not None and not _is_none(sampler):
             plain = loader_use.plain_sampler(sampler)
             if plain is None:
@@ -162,7 +162,7 @@ class DdpSampler(Rule):
             how = "shuffle=True"
         else:
             how = "no sampler"
-        dataset = _argument(call, "dataset", 0)
+        dataset = infer.argument(call, "dataset", 0)
         if dataset is None or loader_use.may_be_iterable_dataset(dataset, trust_map_style=shuffled):
             return
         uses = loader_use.uses_of(call)
@@ -179,7 +179,7 @@ class DdpSampler(Rule):
     def _check_sampler(self, call: nodes.Call) -> None:
         if _framework(call):
             return
-        shuffle = _argument(call, "shuffle", 3)
+        shuffle = infer.argument(call, "shuffle", 3)
         if shuffle is not None and infer.const_values(shuffle) == [False]:
             return  # a fixed order is the intent: set_epoch changes nothing
         binding = _bound_to(call)
@@ -214,7 +214,7 @@ class DdpSampler(Rule):
         a BatchSampler)."""
         found = []
         for loader in self._loaders:
-            for arg in (_argument(loader, "sampler", 3), _argument(loader, "batch_sampler", 4)):
+            for arg in (infer.argument(loader, "sampler", 3), infer.argument(loader, "batch_sampler", 4)):
                 if arg is None:
                     continue
                 if arg is sampler or loops.inside(sampler, arg):
@@ -248,15 +248,6 @@ def _starts_distributed(call: nodes.Call) -> bool:
     if isinstance(target, nodes.ClassDef):
         return target.qname() in DATA_PARALLEL_WRAPPERS
     return isinstance(target, nodes.FunctionDef) and target.qname() in DISTRIBUTED_FUNCTIONS
-
-
-def _argument(call: nodes.Call, keyword: str, index: int) -> Optional[nodes.NodeNG]:
-    for kw in call.keywords or ():
-        if kw.arg == keyword:
-            return kw.value  # type: ignore[no-any-return]
-    if len(call.args) > index and not any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]):
-        return call.args[index]  # type: ignore[no-any-return]
-    return None
 
 
 def _is_none(expr: nodes.NodeNG) -> bool:

@@ -221,25 +221,16 @@ def _fp16_cuda_autocast(item: nodes.NodeNG, depth: int = 2) -> bool:
     qname = infer.callee_qname(item)
     if qname not in AUTOCAST_CONTEXTS:
         return False
-    if _is_false(_argument(item, "enabled", 2 if qname in DEVICE_AUTOCASTS else 0)):
+    if _is_false(infer.argument(item, "enabled", 2 if qname in DEVICE_AUTOCASTS else 0)):
         return False
     if qname in DEVICE_AUTOCASTS:
-        device = _argument(item, "device_type", 0)
+        device = infer.argument(item, "device_type", 0)
         if device is None or infer.const_values(device) != ["cuda"]:
             return False
     elif qname not in CUDA_AUTOCASTS:
         return False
-    dtype = _argument(item, "dtype", 1)
+    dtype = infer.argument(item, "dtype", 1)
     return dtype is None or _is_float16(dtype)
-
-
-def _argument(call: nodes.Call, keyword: str, index: int) -> Optional[nodes.NodeNG]:
-    for kw in call.keywords or ():
-        if kw.arg == keyword:
-            return kw.value  # type: ignore[no-any-return]
-    if len(call.args) > index and not any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]):
-        return call.args[index]  # type: ignore[no-any-return]
-    return None
 
 
 def _is_false(expr: Optional[nodes.NodeNG]) -> bool:
