@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis import dataflow, evaluation, infer, loops, provenance
+from ..analysis import dataflow, evaluation, infer, loops, provenance, training_step
 from ..analysis.torch_names import MODULE_BASES
 from ._base import Rule, register, text_gate
 
@@ -47,8 +47,9 @@ class MissingNoGrad(Rule):
         "maps)."
         " One root cause is one finding: the first forward of a function (in source order), and none in a "
         "function whose every call in the file is made from a function already reported."
-        " A method of a model class that no call in the file reaches (``Model.infer()`` run from another "
-        "module, whose caller may disable autograd) is left alone, with the methods only it calls."
+        " A method of a model class (an nn.Module or a LightningModule) that no call in the file reaches "
+        "(``Model.infer()`` run from another module or by the trainer, whose caller may disable autograd) is "
+        "left alone, with the methods only it calls."
     )
     example_bad = (
         "import torch.nn as nn\n"
@@ -224,9 +225,14 @@ def _called_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef, depth
 
 
 def _module_method(func: nodes.FunctionDef) -> bool:
-    """A method of an ``nn.Module`` subclass (a model's own ``infer``/``inference``/``predict``)."""
+    """A method of a model class (a model's own ``forward``/``infer``/``inference``/``predict``): an
+    ``nn.Module`` subclass, or a ``LightningModule`` (resolved through the imports, never read)."""
     klass = func.parent.frame() if func.is_method() and func.parent is not None else None
-    return isinstance(klass, nodes.ClassDef) and infer.class_is_subclass_of(klass, MODULE_BASES)
+    if not isinstance(klass, nodes.ClassDef):
+        return False
+    if infer.class_is_subclass_of(klass, MODULE_BASES):
+        return True
+    return any(infer.dotted_name(base) in training_step.LIGHTNING_MODULES for base in klass.bases)
 
 
 def _text(node: nodes.NodeNG, lines: Sequence[str]) -> str:
