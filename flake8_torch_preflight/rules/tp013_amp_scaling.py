@@ -23,7 +23,7 @@ Name-based fallback (documented in ``analysis.gradients``): an unresolvable rece
 """
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import Dict, List, Optional, Set
 
 from astroid import nodes
 
@@ -141,7 +141,8 @@ class AmpScaling(Rule):
         if any(gradients.is_scale_call(n) for n in trace.nodes):
             return
         under = _in_fp16_autocast(call) or any(
-            isinstance(n, nodes.NodeNG) and _in_fp16_autocast(n) and not grad_disabled(n) for n in trace.nodes[1:]
+            isinstance(n, nodes.NodeNG) and _in_fp16_autocast(n) and not grad_disabled(n) and not _exclusive(n, call)
+            for n in trace.nodes[1:]
         )
         if not under or _scaled_elsewhere(call, trace.nodes):
             return
@@ -194,7 +195,9 @@ def _own_statements(scope: nodes.NodeNG) -> List[nodes.NodeNG]:
 
 
 def _exclusive(a: nodes.NodeNG, b: nodes.NodeNG) -> bool:
-    """``a`` and ``b`` sit in different branches of one ``if`` (``if use_amp: scale... else: clip``)."""
+    """``a`` and ``b`` sit in different branches of one ``if`` (``if use_amp: scale... else: clip``),
+    or in opposite branches of two ``if`` blocks on the same condition (``if use_amp: with autocast():
+    ...`` then ``if use_amp: scaler... else: loss.backward()``)."""
     child = a
     parent = a.parent
     while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.ClassDef, nodes.Module)):
@@ -203,7 +206,21 @@ def _exclusive(a: nodes.NodeNG, b: nodes.NodeNG) -> bool:
             if any(stmt is b or loops.inside(b, stmt) for stmt in other):
                 return True
         child, parent = parent, parent.parent
-    return False
+    sides_a, sides_b = _branches(a), _branches(b)
+    return any(test in sides_b and sides_b[test] != side for test, side in sides_a.items())
+
+
+def _branches(node: nodes.NodeNG) -> Dict[str, bool]:
+    """The conditions of the ``if`` blocks around ``node`` in its function, each with whether
+    ``node`` is in the body (True) or the ``else`` (False)."""
+    found: Dict[str, bool] = {}
+    child = node
+    parent = node.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.ClassDef, nodes.Module)):
+        if isinstance(parent, nodes.If) and (child in parent.body or child in parent.orelse):
+            found.setdefault(parent.test.as_string(), child in parent.body)
+        child, parent = parent, parent.parent
+    return found
 
 
 def _in_fp16_autocast(node: nodes.NodeNG) -> bool:
