@@ -2,9 +2,10 @@
 
 Shared by TP004 (unscaled accumulation), TP005 (DDP sampler) and TP013 (AMP scaling):
 
-* ``is_tensor_backward``: ``loss.backward()``; ``accelerator.backward(loss)``,
-  ``engine.backward(loss)`` (Accelerate, DeepSpeed, Fabric: a positional loss argument) are
-  framework backwards that scale for accumulation and mixed precision themselves;
+* ``is_tensor_backward``: ``loss.backward()``; a positional loss argument means a framework's
+  backward (``accelerator.backward(loss)``, ``fabric.backward(loss)``, ``engine.backward(loss)``),
+  which scales for mixed precision itself; ``accumulating_backward`` adds those that do not divide
+  by the accumulation steps (Fabric's, read from ``frameworks``);
 * ``is_scale_call`` / ``is_unscale_call``: ``GradScaler.scale(...)`` and ``.unscale_(...)``;
 * ``stepped_optimizer``: the optimizer an ``opt.step()`` / ``scaler.step(opt)`` updates;
 * ``framework_managed``: code inside a Lightning module or a Hugging Face ``Trainer``
