@@ -73,6 +73,12 @@ FUNCTIONS: Dict[str, Meaning] = {
     "accelerate.data_loader.prepare_data_loader": Meaning(reshards_loaders=True),
 }
 
+#: ``LightningModule`` as user code imports it: a model class whose training loop the trainer runs.
+LIGHTNING_MODULES = frozenset(
+    {"lightning.LightningModule", "lightning.pytorch.LightningModule", "pytorch_lightning.LightningModule",
+     "lightning.pytorch.core.LightningModule", "pytorch_lightning.core.LightningModule"}
+)
+
 #: Methods of a framework trainer that train the model and loaders they are handed
 #: (Lightning's ``trainer.fit(model, dl)``): a call of one shows a script trains.
 FIT_METHODS = frozenset({"fit"})

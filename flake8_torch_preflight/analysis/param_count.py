@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import infer, static_values
+from . import frameworks, infer, static_values
 from .static_values import UNKNOWN, Resolved, Unknown
 from .torch_names import LOSS_BASES, MODULE_BASES
 
@@ -56,10 +56,7 @@ PARAMETER_FREE = frozenset(
 
 
 #: Third-party module bases that add no parameters of their own (resolved by import name).
-PARAMETER_FREE_BASES = frozenset(
-    {"lightning.LightningModule", "lightning.pytorch.LightningModule", "pytorch_lightning.LightningModule",
-     "lightning.pytorch.core.LightningModule", "pytorch_lightning.core.LightningModule"}
-)
+PARAMETER_FREE_BASES = frameworks.LIGHTNING_MODULES
 
 #: Tensor factories whose positional sizes give a parameter's element count.
 TENSOR_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"})

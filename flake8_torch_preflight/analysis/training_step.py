@@ -19,7 +19,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Union
 
 from astroid import nodes
 
-from . import gradients, infer, loops, memo
+from . import frameworks, gradients, infer, loops, memo
 from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
 
 #: Comprehension node types: each evaluates its element once per item.
@@ -31,9 +31,7 @@ BACKWARD_METHODS = gradients.BACKWARD_METHODS
 
 #: Base classes whose ``training_step`` method Lightning calls once per step (resolved
 #: syntactically through the file's imports; lightning is never read).
-LIGHTNING_MODULES = frozenset(
-    {"lightning.LightningModule", "lightning.pytorch.LightningModule", "pytorch_lightning.LightningModule"}
-)
+LIGHTNING_MODULES = frameworks.LIGHTNING_MODULES
 
 #: Trainer classes whose ``fit``/``train`` runs a training loop the file does not spell out
 #: (resolved syntactically through the file's imports; these packages are never read).

@@ -5,8 +5,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis import dataflow, evaluation, infer, loops, provenance, training_step
-from ..analysis.torch_names import MODULE_BASES
+from ..analysis import dataflow, evaluation, loops, param_count, provenance
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
@@ -132,22 +131,18 @@ class MissingNoGrad(Rule):
         first: Dict[int, Tuple[nodes.Call, Optional[nodes.FunctionDef], str]] = {}
         for call, func, why in sorted(self._found, key=lambda f: (f[0].lineno, f[0].col_offset)):
             first.setdefault(id(func) if func is not None else -call.lineno, (call, func, why))
-        p = provenance.of(self.ctx) if first else None
-        elsewhere = {id(func) for _, func, _ in first.values() if func is not None and p is not None
-                     and _called_elsewhere(p, func, 2)}
+        if not first:
+            return
+        p = provenance.of(self.ctx)
+        elsewhere = {id(func) for _, func, _ in first.values() if func is not None and _called_elsewhere(p, func, 2)}
         reported = {id(func) for _, func, _ in first.values() if func is not None} - elsewhere
         for call, func, why in first.values():
             if func is not None and id(func) in elsewhere:
                 continue  # ``Model.infer()`` run from another module: its caller may well disable autograd
-            if func is not None and p is not None and self._covered_by_callers(p, func, reported):
-                continue
+            callers = _callers(p, func) if func is not None else None
+            if callers and all(id(c) in reported for c in callers):
+                continue  # every call comes from a function already reported: one no_grad there fixes both
             self.report(call, call=_text(call.func, self.ctx.lines) + "(...)", why=why)
-
-    @staticmethod
-    def _covered_by_callers(p: "provenance.Provenance", func: nodes.FunctionDef, reported: Set[int]) -> bool:
-        sites = p.call_sites(func)
-        callers = [evaluation.enclosing_function(site) for site in sites]
-        return bool(sites) and all(c is not None and c is not func and id(c) in reported for c in callers)
 
     def _evidence(
         self,
@@ -212,27 +207,25 @@ def _backpropagated(p: provenance.Provenance, call: nodes.Call) -> bool:
     return any(ident in b.prov.sources or ident in b.prov.maybe for b in p.backwards)
 
 
+def _callers(p: "provenance.Provenance", func: nodes.FunctionDef) -> Optional[List[nodes.FunctionDef]]:
+    """The functions the file calls ``func`` from ([] when it has no call here), or None when a call
+    sits outside any function or in ``func`` itself."""
+    callers = [evaluation.enclosing_function(site) for site in p.call_sites(func)]
+    if any(c is None or c is func for c in callers):
+        return None
+    return callers  # type: ignore[return-value]
+
+
 def _called_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
     """A method of a model class with no call in this file (its callers live in other modules), or
     one called only from such methods (``depth`` levels up)."""
-    sites = p.call_sites(func)
-    if not sites:
-        return _module_method(func)
-    if depth <= 0:
+    callers = _callers(p, func)
+    if callers is None:
         return False
-    callers = [evaluation.enclosing_function(site) for site in sites]
-    return all(c is not None and c is not func and _called_elsewhere(p, c, depth - 1) for c in callers)
-
-
-def _module_method(func: nodes.FunctionDef) -> bool:
-    """A method of a model class (a model's own ``forward``/``infer``/``inference``/``predict``): an
-    ``nn.Module`` subclass, or a ``LightningModule`` (resolved through the imports, never read)."""
-    klass = func.parent.frame() if func.is_method() and func.parent is not None else None
-    if not isinstance(klass, nodes.ClassDef):
-        return False
-    if infer.class_is_subclass_of(klass, MODULE_BASES):
-        return True
-    return any(infer.dotted_name(base) in training_step.LIGHTNING_MODULES for base in klass.bases)
+    if not callers:  # a model's own method (an nn.Module's or a LightningModule's) no call here reaches
+        klass = func.parent.frame() if func.is_method() else None
+        return isinstance(klass, nodes.ClassDef) and param_count.is_module_class(klass)
+    return depth > 0 and all(_called_elsewhere(p, c, depth - 1) for c in callers)
 
 
 def _text(node: nodes.NodeNG, lines: Sequence[str]) -> str:

@@ -5,7 +5,7 @@ from typing import Optional
 
 from astroid import nodes
 
-from ..analysis import device, evaluation, grad, infer, training_step
+from ..analysis import device, evaluation, grad, infer, loops, training_step
 from ._base import Rule, register, text_gate
 
 #: Tensor methods that download a value and so wait for the GPU queue (``device.SYNC_METHODS``).
@@ -140,14 +140,9 @@ MAX_LITERAL_ITEMS = 4
 
 
 def _few_literal_items(loop: training_step.Element) -> bool:
-    if isinstance(loop, nodes.For):
-        iterable = loop.iter
-    elif isinstance(loop, nodes.While):
+    if isinstance(loop, nodes.While):
         return False
-    else:
-        iterable = loop.generators[0].iter
-    if isinstance(iterable, nodes.Call) and infer.call_name(iterable) in ("enumerate", "zip") and iterable.args:
-        iterable = iterable.args[0]
+    iterable = loops.unwrap_iteration(loop.iter if isinstance(loop, nodes.For) else loop.generators[0].iter)
     return isinstance(iterable, (nodes.List, nodes.Tuple)) and len(iterable.elts) <= MAX_LITERAL_ITEMS
 
 
