@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import List, Type
+from typing import List, Tuple, Type
 
 WIDTH = 100
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -24,11 +24,6 @@ def _rules():  # type: ignore[no-untyped-def]
     return REGISTRY
 
 
-def codes() -> List[str]:
-    """Every code, sorted."""
-    return sorted(_rules())
-
-
 def rule_for(code: str) -> "Type":
     table = _rules()
     key = code.strip().upper()
@@ -42,12 +37,23 @@ def _template(message: str) -> str:
     return _FIELD.sub(lambda m: "<" + m.group(1) + ">", message)
 
 
-def _paragraphs(text: str) -> List[str]:
-    return [textwrap.fill(" ".join(p.split()), WIDTH) for p in text.strip().split("\n\n") if p.strip()]
+def _words(text: str) -> List[str]:
+    """The paragraphs of a rule's prose, each on one line."""
+    return [" ".join(p.split()) for p in text.strip().split("\n\n") if p.strip()]
 
 
-def _code_block(source: str) -> str:
-    return textwrap.indent(textwrap.dedent(source).strip("\n"), "    ")
+def _sections(rule: "Type") -> List[Tuple[str, str, str]]:
+    """(heading, kind, content) of a code's long form, kind ``prose`` or ``code``; the one source of
+    both the terminal text and the Markdown page."""
+    found = [
+        ("What it catches and why it costs", "prose", rule.rationale),
+        ("Bad", "code", rule.example_bad),
+        ("Good", "code", rule.example_good),
+    ]
+    if rule.leaves_alone:
+        found.append(("Deliberately left alone", "prose", rule.leaves_alone))
+    found.append(("Silence or configure", "prose", silence_text(rule.code) + " " + rule.configure))
+    return found
 
 
 def silence_text(code: str) -> str:
@@ -55,39 +61,30 @@ def silence_text(code: str) -> str:
             f"`extend-ignore = {code}` in the [flake8] section of setup.cfg, tox.ini or .flake8.")
 
 
+def _source(example: str) -> str:
+    return textwrap.dedent(example).strip("\n")
+
+
 def render(code: str) -> str:
     """The plain-text explanation printed by ``explain CODE``."""
     rule = rule_for(code)
-    out: List[str] = [f"{rule.code} {rule.slug}", "", "Message:", f"    {rule.code} {_template(rule.message)}", ""]
-    out += ["What it catches and why it costs:"] + _paragraphs(rule.rationale) + [""]
-    out += ["Bad:", _code_block(rule.example_bad), "", "Good:", _code_block(rule.example_good), ""]
-    leaves = getattr(rule, "leaves_alone", "")
-    if leaves:
-        out += ["Deliberately left alone:"] + _paragraphs(leaves) + [""]
-    out += ["Silence or configure:"] + _paragraphs(silence_text(rule.code) + " " + getattr(rule, "configure", ""))
+    out: List[str] = [f"{rule.code} {rule.slug}", "", "Message:", f"    {rule.code} {_template(rule.message)}"]
+    for heading, kind, content in _sections(rule):
+        out += ["", heading + ":"]
+        if kind == "code":
+            out.append(textwrap.indent(_source(content), "    "))
+        else:
+            out += [textwrap.fill(paragraph, WIDTH) for paragraph in _words(content)]
     return "\n".join(out).rstrip() + "\n"
 
 
 def render_markdown(code: str) -> str:
-    """The rule's page under ``docs/rules/`` (Markdown), generated from the same fields."""
+    """The rule's page under ``docs/rules/`` (Markdown), generated from the same sections."""
     rule = rule_for(code)
-
-    def para(text: str) -> str:
-        return "\n\n".join(" ".join(p.split()) for p in text.strip().split("\n\n") if p.strip())
-
-    def block(source: str) -> str:
-        return "```python\n" + textwrap.dedent(source).strip("\n") + "\n```"
-
-    parts = [
-        f"# {rule.code} {rule.slug}",
-        "Message:\n\n```text\n" + rule.code + " " + _template(rule.message) + "\n```",
-        "## What it catches and why it costs\n\n" + para(rule.rationale),
-        "## Bad\n\n" + block(rule.example_bad),
-        "## Good\n\n" + block(rule.example_good),
-    ]
-    leaves = getattr(rule, "leaves_alone", "")
-    if leaves:
-        parts.append("## Deliberately left alone\n\n" + para(leaves))
-    parts.append("## Silence or configure\n\n" + para(silence_text(rule.code) + " " + getattr(rule, "configure", "")))
+    message = f"{rule.code} {_template(rule.message)}"
+    parts = [f"# {rule.code} {rule.slug}", f"Message:\n\n```text\n{message}\n```"]
+    for heading, kind, content in _sections(rule):
+        body = "```python\n" + _source(content) + "\n```" if kind == "code" else "\n\n".join(_words(content))
+        parts.append(f"## {heading}\n\n{body}")
     parts.append(f"Print this page in a terminal: `python -m flake8_torch_preflight explain {rule.code}`.")
     return "\n\n".join(parts) + "\n"
