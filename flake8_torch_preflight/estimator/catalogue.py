@@ -91,6 +91,8 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from .run import shown_value
+
 MIB = 1024**2
 
 #: CUDA context + library workspaces charged to a custom ``--gpu-memory`` target,
@@ -647,7 +649,7 @@ def _config_int(config: Mapping[str, Any], field: str, keys: Sequence[str]) -> O
     if isinstance(value, list) and value and field in ("image_size", "patch_size"):
         value = value[0]  # (height, width)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 10**9:
-        raise CatalogueError(f"{keys[0]} must be a positive integer, got {_shown(str(value))}")
+        raise CatalogueError(f"{keys[0]} must be a positive integer, got {shown_value(str(value))}")
     return value
 
 
@@ -677,7 +679,7 @@ def model_from_config(config: Any, path: str) -> ModelSpec:
     if template_key is None:
         gated = str(config.get("hidden_act", "")).lower() in ("silu", "swish") and "intermediate_size" in config
         if not gated:
-            raise CatalogueError(f"model_type {_shown(model_type)} is not a family the estimator can price "
+            raise CatalogueError(f"model_type {shown_value(model_type)} is not a family the estimator can price "
                                  f"(known: {', '.join(CONFIG_FAMILIES)}, or a decoder with a gated SiLU MLP); "
                                  "give --params N")
         template_key = _LLAMA_LIKE
@@ -839,7 +841,7 @@ def parse_size(text: str) -> int:
     """
     match = _SIZE_RE.match(text) if isinstance(text, str) and len(text) <= MAX_NAME_CHARS else None
     if match is None:
-        raise CatalogueError(f"invalid size {_shown(str(text))}; {_SIZE_FORMS}")
+        raise CatalogueError(f"invalid size {shown_value(str(text))}; {_SIZE_FORMS}")
     try:
         number = Decimal(match.group(1))
     except InvalidOperation:  # pragma: no cover - the pattern only admits decimals
@@ -847,16 +849,11 @@ def parse_size(text: str) -> int:
     base = 1024 if match.group(3) else 1000
     scale = base ** _SIZE_POWERS[match.group(2).lower()]
     if number > Decimal(MAX_SIZE_BYTES) / scale:
-        raise CatalogueError(f"invalid size {_shown(text)}: it must be at most 1 PiB (1024 TiB)")
+        raise CatalogueError(f"invalid size {shown_value(text)}: it must be at most 1 PiB (1024 TiB)")
     size = int(number * scale)
     if size <= 0:
         raise CatalogueError(f"invalid size {text!r}: it must be more than zero bytes; {_SIZE_FORMS}")
     return size
-
-
-def _shown(text: str) -> str:
-    shown = repr(text)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def gpu_from_memory(size_text: str) -> GpuTarget:
