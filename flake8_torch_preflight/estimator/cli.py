@@ -38,7 +38,7 @@ from .catalogue import (
 )
 from .costmodel import estimate, lora_params
 from .report import gib, render_text, to_json
-from .files import read_text
+from .files import read_json
 from .run import (
     COMMAND_LINE,
     DEFAULT,
@@ -390,17 +390,11 @@ def _model_config(path: str) -> Tuple[Any, Any]:
     config: read like SCRIPT (a regular file of at most 1 MiB), parsed as JSON, every failure one
     line."""
     try:
-        text = read_text(path, "model config")
+        config = read_json(path, "model config")
     except RunSpecError as err:
         _fail(f"{path}: {err}")
     except OSError as err:
         _fail(f"cannot read {path}: {err.strerror or err}")
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as err:
-        _fail(f"{path}: not valid JSON: {err.msg} (line {err.lineno})")
-    except (ValueError, RecursionError) as err:  # an integer too long to convert, nesting too deep
-        _fail(f"{path}: not valid JSON: {type(err).__name__}")
     try:
         return model_from_config(config, path), config
     except CatalogueError as err:

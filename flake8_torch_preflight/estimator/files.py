@@ -3,12 +3,15 @@
 ``read_bytes(path)`` refuses what is not a regular file (checked with ``os.stat`` before opening:
 opening a FIFO blocks until a writer comes, a device may never end) and files over
 ``MAX_FILE_BYTES``, and never reads more than that. Refusals are ``RunSpecError`` (one line);
-``OSError`` when the file cannot be opened.
+``OSError`` when the file cannot be opened. ``read_json`` (``parse_json`` for text in hand) is
+the one JSON reader of the estimator: a model's config.json, a DeepSpeed config, a JSON recipe.
 """
 from __future__ import annotations
 
+import json
 import os
 import stat
+from typing import Any, Type
 
 from .run import RunSpecError
 
@@ -53,3 +56,18 @@ def read_text(path: str, what: str) -> str:
     except UnicodeDecodeError as err:
         raise RunSpecError(f"cannot decode as UTF-8: {' '.join(str(err).split())}") from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def parse_json(text: str, error: Type[RunSpecError] = RunSpecError) -> Any:
+    """JSON text parsed; ``error`` (one line, with the line of the fault) when it is not JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise error(f"not valid JSON: {err.msg} (line {err.lineno})") from None
+    except (ValueError, RecursionError) as err:  # an integer too long to convert, nesting too deep
+        raise error(f"not valid JSON: {type(err).__name__}") from None
+
+
+def read_json(path: str, what: str) -> Any:
+    """A JSON data file (``read_text``), parsed (``parse_json``)."""
+    return parse_json(read_text(path, what))

@@ -47,7 +47,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .catalogue import CatalogueError, ModelSpec, find_model, layer_params, model_from_config
-from .files import read_text
+from .files import parse_json, read_json, read_text
 from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS
 from .run import (
     DEFAULT_LORA_RANK,
@@ -192,12 +192,7 @@ def _json_key_lines(text: str) -> Dict[Path, int]:
 
 
 def _json_fields(text: str) -> Dict[Path, Tuple[Any, int]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise RecipeError(f"not valid JSON: {err.msg} (line {err.lineno})") from None
-    except (ValueError, RecursionError) as err:
-        raise RecipeError(f"not valid JSON: {type(err).__name__}") from None
+    data = parse_json(text, RecipeError)
     if not isinstance(data, dict):
         raise RecipeError("not a training recipe (a JSON object of fields)")
     lines = _json_key_lines(text)
@@ -373,7 +368,7 @@ class _Recipe:
         if len(name) > 1000 or not os.path.isfile(config):
             return None
         try:
-            return model_from_config(json.loads(read_text(config, "model config")), config)
+            return model_from_config(read_json(config, "model config"), config)
         except (OSError, ValueError, RecursionError, CatalogueError):
             return None
 
@@ -626,7 +621,7 @@ class _Recipe:
         if len(name) > 1000 or not os.path.isfile(path):
             return None
         try:
-            return json.loads(read_text(path, "DeepSpeed config"))
+            return read_json(path, "DeepSpeed config")
         except (OSError, ValueError, RecursionError, RunSpecError):
             return None
 
