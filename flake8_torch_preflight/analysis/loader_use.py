@@ -24,7 +24,7 @@ from typing import List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import dataflow, frameworks, gradients, infer, loops
+from . import dataflow, frameworks, gradients, infer, loops, training_step
 from .torch_names import DATALOADERS
 
 #: Names of the calls that may hand a DataLoader to a framework that replaces its sampler per rank
@@ -74,6 +74,8 @@ class Uses:
         #: only recorded with ``through_prepare``.
         self.handed_to_training = False
         self.bindings: List[nodes.NodeNG] = []  # names / self.attrs the value was bound to
+        #: Read with ``next(iter(value))`` where no training step runs per read: a batch to look at.
+        self.sampled = False
 
 
 def uses_of(value: nodes.NodeNG, depth: int = MAX_DEPTH, through_prepare: bool = False) -> Uses:
@@ -125,9 +127,11 @@ def _flow(
                 return
             if name == "next" and isinstance(parent.func, nodes.Name):
                 loop = loops.innermost(parent)
-                if loop is not None and (not _fresh_iterator(parent) or backward_per_iteration(loop)):
+                if _fresh_iterator(parent) and (loop is None or not training_step.owns_step(loop)):
+                    uses.sampled = True  # next(iter(loader)) once per epoch: a batch to look at
+                elif loop is not None:
                     _classify(loop, uses, via)
-                return  # next(iter(loader)) once per epoch: a batch to look at, not the training data
+                return
             if name == "iter" and isinstance(parent.func, nodes.Name):
                 _flow(parent, depth, uses, seen, via, deep)
                 return
@@ -365,38 +369,6 @@ def _fresh_iterator(next_call: nodes.Call) -> bool:
     return len(args) == 1 and isinstance(args[0], nodes.Call) and infer.call_name(args[0]) == "iter"
 
 
-def backward_per_iteration(loop: "loops.Loop") -> bool:
-    """A backward() runs in each iteration of ``loop`` itself (helpers of the file expanded), not
-    only in a loop nested in it."""
-    for call in loops.calls_in(loop.body):
-        if not gradients.is_tensor_backward(call):
-            continue
-        if loops.enclosing_function(call) is not loops.enclosing_function(loop) or loops.innermost(call) is loop:
-            return True
-    return False
-
-
-def sampled_once(call: nodes.Call) -> bool:
-    """The loader ``call`` builds is read only with ``next(iter(loader))`` outside any loop that runs
-    backward() per iteration (one batch to look at or to sample images from)."""
-    parent = call.parent
-    if not isinstance(parent, nodes.Assign) or len(parent.targets) != 1:
-        return False
-    text = dataflow.binding_text(parent.targets[0])
-    found = False
-    for outer in call.root().nodes_of_class(nodes.Call):
-        if infer.call_name(outer) != "next" or not _fresh_iterator(outer):
-            continue
-        source = outer.args[0].args
-        if len(source) != 1 or dataflow.binding_text(source[0]) != text:
-            continue
-        loop = loops.innermost(outer)
-        if loop is not None and backward_per_iteration(loop):
-            return False  # a fresh batch every training step
-        found = True
-    return found
-
-
 def epoch_loops(loop: "loops.Loop", via: Tuple[nodes.Call, ...] = (), depth: int = 2) -> List["loops.Loop"]:
     """Loops that run ``loop`` again: around it, around the calls ``via`` which the value was
     passed through, or (when none, and the route did not call the loop's function itself) around
@@ -588,7 +560,7 @@ class LoaderConsumers:
                 self._uses[key] = self.TRAIN
             elif any(used_models(loop, self.models()) & self.trained_models() for loop in uses.other_loops):
                 self._uses[key] = self.EVALUATE
-            elif uses.other_loops or sampled_once(call):
+            elif uses.other_loops or uses.sampled:
                 self._uses[key] = self.ITERATED
             else:
                 self._uses[key] = self.UNKNOWN
