@@ -53,9 +53,11 @@ from .run import (
     VOCABULARY_TASKS,
     RunSpec,
     RunSpecError,
+    limit_words,
     parse_lora_targets,
     shown_value,
     task_of_class,
+    within_limits,
 )
 from .solver import solve
 
@@ -110,7 +112,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _bounded(name: str) -> Callable[[str], int]:
     """The argparse type of an integer option whose range is ``run.LIMITS[name]``."""
-    low, high = LIMITS[name]
 
     def parse(text: str) -> int:
         raw = text.strip()
@@ -118,8 +119,8 @@ def _bounded(name: str) -> Callable[[str], int]:
             value: Optional[int] = int(raw, 10) if len(raw) <= 100 else None
         except ValueError:
             value = None
-        if value is None or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be a positive integer up to {high:,}, got {shown_value(text)}")
+        if value is None or not within_limits(name, value):
+            raise argparse.ArgumentTypeError(f"must be {limit_words(name)}, got {shown_value(text)}")
         return value
 
     parse.__name__ = name  # argparse names the type in some messages

@@ -51,12 +51,13 @@ from .files import parse_json, read_json, read_text
 from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS
 from .run import (
     DEFAULT_LORA_RANK,
-    LIMITS,
     LORA_ALL_LINEAR,
     RunSpec,
     RunSpecError,
+    limit_words,
     parse_lora_targets,
     shown_value,
+    within_limits,
 )
 
 #: The one line said when a YAML recipe is given and PyYAML is not installed.
@@ -283,9 +284,8 @@ class _Recipe:
         if found is None:
             return None
         value, line, path = found
-        low, high = LIMITS[name]
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise self.fail(path[-1], line, f"a positive integer up to {high:,}", value)
+        if not within_limits(name, value):
+            raise self.fail(path[-1], line, limit_words(name), value)
         self.set(name, value, line)
         return value
 

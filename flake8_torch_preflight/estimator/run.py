@@ -192,6 +192,18 @@ LIMITS: Dict[str, Tuple[int, int]] = {
     "trainable_params": (1, 10**15),
 }
 
+
+def within_limits(name: str, value: Any) -> bool:
+    """Whether ``value`` is an integer (not a bool) inside ``LIMITS[name]``."""
+    low, high = LIMITS[name]
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def limit_words(name: str) -> str:
+    """What a value of ``name`` must be, for a message: ``a positive integer up to 1,000,000``."""
+    return f"a positive integer up to {LIMITS[name][1]:,}"
+
+
 #: Digits beyond which a value is described by its length rather than printed.
 _SHOWN_DIGITS = 24
 
@@ -330,14 +342,14 @@ class RunSpec:
     def check(self) -> None:
         """Raise ``RunSpecError`` (one line) for values no run can have, or outside ``LIMITS``;
         the message names the range and, for a value read from a script, where it was read."""
-        for name, (low, high) in LIMITS.items():
+        for name in LIMITS:
             value = getattr(self, name)
             if value is None and name not in ("grad_accum_steps", "world_size", "lora_rank"):
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            if not within_limits(name, value):
                 where = self.sources.get(name)
                 origin = f" ({where})" if where not in (None, COMMAND_LINE, DEFAULT) else ""
-                raise RunSpecError(f"{name.replace('_', '-')} must be a positive integer up to {high:,}, "
+                raise RunSpecError(f"{name.replace('_', '-')} must be {limit_words(name)}, "
                                    f"got {shown_value(value)}{origin}")
         if self.precision not in PRECISIONS:
             raise RunSpecError(f"precision must be one of {', '.join(PRECISIONS)}, got {shown_value(self.precision)}")
