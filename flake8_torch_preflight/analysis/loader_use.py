@@ -533,6 +533,7 @@ class LoaderConsumers:
         self.loader_classes = loader_classes
         self.names = names
         self._uses: "dict[int, str]" = {}
+        self._flows: "dict[int, Uses]" = {}
         self._models: Optional[Set[str]] = None
         self._trained: Optional[Set[str]] = None
 
@@ -555,7 +556,7 @@ class LoaderConsumers:
         ``UNKNOWN`` (not iterated anywhere the file shows)."""
         key = id(call)
         if key not in self._uses:
-            uses = uses_of(call, through_prepare=True)
+            uses = self.flows(call)
             if uses.training_loops or uses.handed_to_training:
                 self._uses[key] = self.TRAIN
             elif any(used_models(loop, self.models()) & self.trained_models() for loop in uses.other_loops):
@@ -565,6 +566,14 @@ class LoaderConsumers:
             else:
                 self._uses[key] = self.UNKNOWN
         return self._uses[key]
+
+    def flows(self, call: nodes.Call) -> Uses:
+        """Where the batches of the loader ``call`` builds go (``uses_of`` through framework prepares),
+        found once per loader for every question asked about it."""
+        key = id(call)
+        if key not in self._flows:
+            self._flows[key] = uses_of(call, through_prepare=True)
+        return self._flows[key]
 
     def models(self) -> Set[str]:
         if self._models is None:

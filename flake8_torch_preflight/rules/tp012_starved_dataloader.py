@@ -144,14 +144,15 @@ class StarvedDataLoader(Rule):
             return  # indexing tensors already in memory: worker processes and pinning add nothing
         module = node.root()
         problems = _problems(settings)
-        if problems and not any("num_workers" in p for p in problems) and not _copies_non_blocking(node):
-            return  # pinning alone pays only for asynchronous copies: a blocking copy waits anyway
         if not problems:
             return
         if not device.uses_cuda(module) or not training_step.file_trains(module):
             return
         if _batches_already_on_device(settings):
             return
+        pin_only = not any("num_workers" in p for p in problems)
+        if pin_only and not _copies_non_blocking(self._consumers.flows(node)):
+            return  # pinning alone pays only for asynchronous copies: a blocking copy waits anyway
         if not self._consumers.feeds_run(node):
             return  # batches reach no training or evaluation of the trained model here
         self.report(node, **_wording(problems, module))
@@ -248,20 +249,14 @@ def _in_memory_tensors(dataset: object) -> bool:
     method = klass.locals.get("__getitem__")
     if not method or not isinstance(method[0], nodes.FunctionDef):
         return False
-    return all(_cheap_item_call(call) for call in method[0].nodes_of_class(nodes.Call))
+    return all(infer.call_name(call) in CHEAP_ITEM_CALLS for call in method[0].nodes_of_class(nodes.Call))
 
 
-def _cheap_item_call(call: nodes.Call) -> bool:
-    name = infer.call_name(call)
-    return name in CHEAP_ITEM_CALLS
-
-
-def _copies_non_blocking(loader: nodes.Call) -> bool:
-    """A loop that trains from ``loader`` copies with ``non_blocking=True``
+def _copies_non_blocking(uses: "loader_use.Uses") -> bool:
+    """A loop that iterates the loader (``uses``) copies with ``non_blocking=True``
     (``x.to(device, non_blocking=True)``, ``x.cuda(non_blocking=True)``): the copies that unpinned
     host memory turns synchronous.  A non_blocking copy elsewhere in the file (a caching pass,
     another loader, a model move) says nothing about this loader's batches."""
-    uses = loader_use.uses_of(loader, through_prepare=True)
     for loop in uses.training_loops + uses.other_loops:
         for call in loops.calls_in(loop.body):
             for keyword in call.keywords or ():
