@@ -872,17 +872,9 @@ def lora_casts_inputs(run: RunSpec) -> bool:
 def _lora_input_casts_per_token(st: _Stack, kinds: Optional[FrozenSet[str]] = None) -> float:
     """Bytes per token per layer of PEFT's fp32 casts of the adapted linears' inputs (``kinds``:
     the adapted projections, ``None`` = all): one per adapted projection of its input width."""
-    experts = max(st.experts_per_token, 1)
-    gated = st.ffn_kind in ("swiglu", "geglu")
-    widths = 0
-    if st.qkv_fused:
-        widths += st.hidden if _adapted("qkv", kinds) else 0
-    else:
-        widths += sum(st.hidden for kind in ("q", "k", "v") if _adapted(kind, kinds))
-    widths += st.attention_width if _adapted("o", kinds) else 0
-    mlp = (st.hidden if gated and _adapted("gate", kinds) else 0) + (st.hidden if _adapted("up", kinds) else 0)
-    mlp += st.ffn if _adapted("down", kinds) else 0
-    widths += mlp * experts
+    experts = max(st.experts_per_token, 1)  # a token passes through this many experts' MLPs
+    widths = sum(d_in * (experts if mlp else 1)
+                 for kind, d_in, _, mlp in _layer_projections(st) if _adapted(kind, kinds))
     return LORA_INPUT_CAST_COPIES_COUNT * widths * LORA_ADAPTER_BYTES
 
 
@@ -1168,16 +1160,21 @@ def _stacks(model: Optional[ModelSpec]) -> Optional[List[Tuple[_Stack, int]]]:
     return [(st, blocks) for st, blocks in found if st is not None]
 
 
-def _stack_linears(st: _Stack, blocks: int) -> List[_Linear]:
+def _layer_projections(st: _Stack) -> List[Tuple[str, int, int, bool]]:
+    """The linear layers of one block of ``st``: kind, ``d_in``, ``d_out``, and whether it is
+    the MLP's (one per expert) rather than the attention's (one per attention block)."""
     h, aw, kw, f = st.hidden, st.attention_width, st.kv_width, st.ffn
-    attention: List[Tuple[str, int, int]] = (
-        [("qkv", h, aw + 2 * kw)] if st.qkv_fused else [("q", h, aw), ("k", h, kw), ("v", h, kw)])
+    attention = [("qkv", h, aw + 2 * kw)] if st.qkv_fused else [("q", h, aw), ("k", h, kw), ("v", h, kw)]
     attention.append(("o", aw, h))
     mlp = ([("gate", h, f)] if st.ffn_kind in ("swiglu", "geglu") else []) + [("up", h, f), ("down", f, h)]
+    return [(kind, d_in, d_out, False) for kind, d_in, d_out in attention] + [
+        (kind, d_in, d_out, True) for kind, d_in, d_out in mlp]
+
+
+def _stack_linears(st: _Stack, blocks: int) -> List[_Linear]:
     experts = max(st.experts, 1)
-    found = [_Linear(kind, d_in, d_out, st.layers * blocks) for kind, d_in, d_out in attention]
-    found += [_Linear(kind, d_in, d_out, st.layers * experts) for kind, d_in, d_out in mlp]
-    return found
+    return [_Linear(kind, d_in, d_out, st.layers * (experts if mlp else blocks))
+            for kind, d_in, d_out, mlp in _layer_projections(st)]
 
 
 def block_linears(model: Optional[ModelSpec]) -> Optional[List[_Linear]]:
