@@ -36,7 +36,7 @@ from typing import Dict, FrozenSet, NamedTuple, Optional, Set
 
 from astroid import nodes
 
-from . import brain, dataflow, entrypoint, infer, memo
+from . import brain, dataflow, entrypoint, frameworks, infer, memo
 from .torch_names import MODULE_BASES
 
 #: The process-wide generators a seed can reach.
@@ -282,8 +282,11 @@ def _unresolved(call: nodes.Call) -> Optional[Effect]:
     method = infer.method_name(call)
     if method is not None and "torch.Tensor." + method in TORCH_RANDOM_METHODS and not _passes_generator(call):
         return _draw(TORCH, _label(call))  # only tensors have these in-place random fills
+    meaning = frameworks.method_meaning(call)
+    if meaning is not None and meaning.seeds:
+        return _seed(*ALL_GENERATORS)  # fabric.seed_everything(s), from the framework table
     if method is not None and method not in INSTANCE_SEED_METHODS and "seed" in method.lower():
-        return _seed(*ALL_GENERATORS)  # fabric.seed_everything(s), accelerator.set_seed(s): the fallback by name
+        return _seed(*ALL_GENERATORS)  # a seeding method of an object nothing resolves: the fallback by name
     return None
 
 
@@ -341,8 +344,9 @@ def _third_party(call: nodes.Call, dotted: str, depth: int) -> Optional[Effect]:
     """A name resolved through the imports: a project module (read for its seeds) or a library (not read)."""
     if dotted.split(".")[0] in _CLASSIFIED_ROOTS:
         return None
-    if _is_seeding_trainer(dotted):
-        return _seed(*ALL_GENERATORS)
+    meaning = frameworks.function_meaning(call)
+    if _is_seeding_trainer(dotted) or (meaning is not None and meaning.seeds):
+        return _seed(*ALL_GENERATORS)  # L.seed_everything, transformers.set_seed: the framework table
     return (
         _project_seeds(call, depth)
         or _seed_named(call, dotted.rsplit(".", 1)[-1])
