@@ -67,7 +67,7 @@ from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
 from .catalogue import CatalogueError, ModelSpec, count_params, find_model
-from .files import MAX_FILE_BYTES, MAX_FILE_TEXT, read_bytes
+from .files import read_bytes
 from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS
 from .run import DEFAULT_LORA_RANK, VOCABULARY_TASKS, RunSpec, RunSpecError, task_of_class
 
@@ -134,16 +134,11 @@ class RunReading:
     on_gpu: Optional[bool] = None
 
 
-#: The largest script ``read_run`` reads (``files.MAX_FILE_BYTES``).
-MAX_SCRIPT_BYTES = MAX_FILE_BYTES
-MAX_SCRIPT_TEXT = MAX_FILE_TEXT
-
-
 def read_source(path: str) -> str:
     """A script's text, decoded the way Python and flake8 decode it (a UTF-8 BOM or a
     ``# -*- coding: ... -*-`` line decides; ``tokenize.detect_encoding``), newlines normalised.
 
-    Refuses with ``RunSpecError`` what is not a regular file and files over ``MAX_SCRIPT_BYTES``
+    Refuses with ``RunSpecError`` what is not a regular file and files over ``files.MAX_FILE_BYTES``
     (``files.read_bytes``); at most that many bytes are ever read. ``OSError`` when it cannot be
     opened."""
     data = read_bytes(path)

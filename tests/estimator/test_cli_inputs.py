@@ -17,7 +17,7 @@ from typing import List, Tuple
 import pytest
 
 from flake8_torch_preflight import engine
-from flake8_torch_preflight.estimator import cli, extract
+from flake8_torch_preflight.estimator import cli, files
 from flake8_torch_preflight.estimator.run import LIMITS, RunSpec, RunSpecError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,7 +199,7 @@ def test_a_file_over_the_size_bound_is_refused_unread(tmp_path: Path, capsys: py
     line = one_line_exit_2(["estimate", str(big)], capsys)
     assert line == f"estimate: {big}: is 20,971,520 bytes, over the 1 MiB a script may have\n"
     just = tmp_path / "just.py"
-    just.write_bytes(b"#" * (extract.MAX_SCRIPT_BYTES - 1) + b"\n")
+    just.write_bytes(b"#" * (files.MAX_FILE_BYTES - 1) + b"\n")
     status, _, err = run_cli(["estimate", str(just), "--model", "gpt2"], capsys)
     assert (status, err) == (0, "")  # exactly at the bound: read
 
