@@ -308,15 +308,7 @@ def join_all(provs: Iterable[Prov], empty: Prov = UNKNOWN) -> Prov:
             result = p if result is None else join(result, p)
         return empty if result is None else result
     if all(p.elts is None and p.keys is None for p in items):
-        sources = _EMPTY.union(*(p.sources for p in items))
-        return Prov(
-            sources=sources,
-            maybe=_EMPTY.union(*(p.maybe for p in items)),
-            params=_EMPTY.union(*(p.params for p in items)),
-            deps=_EMPTY.union(*(p.deps for p in items)),
-            leaf=bool(sources) and all(p.leaf or not p.sources for p in items),
-            stopped=all(p.stopped for p in items),
-        )
+        return _flat_join(items, _EMPTY.union(*(p.deps for p in items)))
     result = items[0]
     for p in items[1:]:
         result = join(result, p)
@@ -1464,15 +1456,20 @@ def _read(defs: FrozenSet[Def]) -> Prov:
     if len(defs) <= 2 or any(d.prov.elts is not None or d.prov.keys is not None for d in defs):
         prov = join_all(d.prov for d in defs)
         return Prov(prov.sources, prov.maybe, prov.params, deps, prov.leaf, prov.stopped, prov.elts, prov.keys)
-    # Many Defs (an ``if``-ladder's rungs): one pass, without joining what they depend on.
-    sources = _EMPTY.union(*(d.prov.sources for d in defs))
+    return _flat_join([d.prov for d in defs], deps)  # many Defs (an ``if``-ladder's rungs): one pass
+
+
+def _flat_join(provs: List[Prov], deps: FrozenSet[int]) -> Prov:
+    """``join`` of records without element or key structure, in one pass over their sets, with
+    ``deps`` as the result's direct dependencies."""
+    sources = _EMPTY.union(*(p.sources for p in provs))
     return Prov(
         sources=sources,
-        maybe=_EMPTY.union(*(d.prov.maybe for d in defs)),
-        params=_EMPTY.union(*(d.prov.params for d in defs)),
+        maybe=_EMPTY.union(*(p.maybe for p in provs)),
+        params=_EMPTY.union(*(p.params for p in provs)),
         deps=deps,
-        leaf=bool(sources) and all(d.prov.leaf or not d.prov.sources for d in defs),
-        stopped=all(d.prov.stopped for d in defs),
+        leaf=bool(sources) and all(p.leaf or not p.sources for p in provs),
+        stopped=all(p.stopped for p in provs),
     )
 
 
