@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import IO, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
-from .. import __version__
+from .. import __version__, options
 from .catalogue import (
     CatalogueError,
     GpuTarget,
@@ -75,8 +75,8 @@ _COMMAND_NAMES = tuple(name for name, _ in COMMANDS)
 _COUNT_SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
 #: The flake8 options (``[flake8]`` keys, flake8 also accepts underscores) that name the target.
-TARGET_OPTION = "tp-target-gpu"
-MEMORY_OPTION = "tp-gpu-memory"
+TARGET_OPTION = options.TARGET_GPU.lstrip("-")
+MEMORY_OPTION = options.GPU_MEMORY.lstrip("-")
 
 #: The files flake8 looks for in each directory, in its order.
 FLAKE8_CONFIG_FILES = ("setup.cfg", "tox.ini", ".flake8")
