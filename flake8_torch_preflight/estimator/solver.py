@@ -41,6 +41,7 @@ from .costmodel import (
     estimate,
     lora_casts_inputs,
 )
+from .run import LIMITS
 
 if TYPE_CHECKING:
     from .catalogue import GpuTarget
@@ -179,11 +180,8 @@ class Solution:
 
 # ================================================================================ fits up to
 
-#: Largest micro-batch and sequence length ``fits_up_to`` searches (beyond any real run).
-FITS_UP_TO_LIMIT = 1 << 24
 
-
-def _largest_fitting(price: Callable[[int], Estimate], start: int, limit: int = FITS_UP_TO_LIMIT) -> Optional[int]:
+def _largest_fitting(price: Callable[[int], Estimate], start: int, limit: int) -> Optional[int]:
     """The largest n in [1, limit] whose point peak fits (the peak grows with n); 0 when even 1
     does not; None when a term the verdict needs is unknown.  ``start`` is the run's own n."""
     start = min(start, limit)
@@ -221,20 +219,22 @@ def _largest_fitting(price: Callable[[int], Estimate], start: int, limit: int = 
 def fits_up_to(before: Estimate) -> Dict[str, Optional[int]]:
     """INTERFACE.md ``fits_up_to``: the largest micro-batch (at the run's sequence length / image
     size) and the longest sequence (at the run's micro-batch) whose projected peak fits the GPU, up
-    to the model's ``max_positions`` where the catalogue has it.  ``None`` without a GPU, for a
-    value the run does not have, or when a term is unknown; 0 when not even 1 fits."""
+    to the model's ``max_positions`` where the catalogue has it, and never past ``run.LIMITS`` (a
+    value the command line would refuse).  ``None`` without a GPU, for a value the run does not
+    have, or when a term is unknown; 0 when not even 1 fits."""
     run = before.run
     found: Dict[str, Optional[int]] = {"batch_size": None, "seq_len": None}
     if before.gpu is None or before.fits is None:
         return found
     if run.batch_size:
         found["batch_size"] = _largest_fitting(
-            lambda n: estimate(run.replace(batch_size=n), before.gpu), run.batch_size)
+            lambda n: estimate(run.replace(batch_size=n), before.gpu), run.batch_size, LIMITS["batch_size"][1])
     if run.seq_len and run.batch_size:
         shape = run.model.shape if run.model is not None else {}
         longest = shape.get("max_positions") if isinstance(shape.get("max_positions"), int) else None
+        limit = min(longest or LIMITS["seq_len"][1], LIMITS["seq_len"][1])
         found["seq_len"] = _largest_fitting(lambda n: estimate(run.replace(seq_len=n), before.gpu), run.seq_len,
-                                            longest or FITS_UP_TO_LIMIT)
+                                            limit)
     return found
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from flake8_torch_preflight.estimator.catalogue import GpuTarget, ModelSpec
 from flake8_torch_preflight.estimator.costmodel import estimate, lora_casts_inputs
-from flake8_torch_preflight.estimator.run import RunSpec
+from flake8_torch_preflight.estimator.run import LIMITS, RunSpec
 from flake8_torch_preflight.estimator.solver import (
     DISRUPTION_RANKS,
     candidates,
@@ -283,6 +283,14 @@ def test_fits_up_to_stops_at_the_models_positions() -> None:
     run = RunSpec(model=llama(params=100_000_000, layers=2, hidden=256, ffn=512, vocab=1000, max_positions=2048),
                   batch_size=1, seq_len=128, precision="bf16", flash=True)
     assert fits_up_to(estimate(run, gpu(80)))["seq_len"] == 2048
+
+
+def test_fits_up_to_stops_at_the_largest_value_a_run_may_have() -> None:
+    # a tiny model whose activations vanish: the answer is a value the command line accepts
+    run = RunSpec(model=llama(params=100_000, layers=1, hidden=8, ffn=16, vocab=10, max_positions=10**9),
+                  batch_size=1, seq_len=1, inference=True, flash=True)
+    reach = fits_up_to(estimate(run, gpu(10_000)))
+    assert reach == {"batch_size": LIMITS["batch_size"][1], "seq_len": LIMITS["seq_len"][1]}
 
 
 def test_fits_up_to_is_zero_when_not_even_one_fits_and_null_without_an_answer() -> None:
