@@ -265,6 +265,14 @@ class _Recipe:
             return None
         return found
 
+    def _beside(self, name: str, *inside: str) -> Optional[str]:
+        """The file a recipe's value names (relative to the recipe's folder, ``inside`` a folder it
+        names), ``None`` when there is no such file."""
+        if len(name) > 1000:
+            return None
+        path = os.path.normpath(os.path.join(self.folder, name, *inside))  # an absolute name stays
+        return path if os.path.isfile(path) else None
+
     def source(self, line: int) -> str:
         return f"{self.name}:{line}"
 
@@ -363,9 +371,8 @@ class _Recipe:
 
     def _local_config(self, name: str) -> Optional[ModelSpec]:
         """A model given as a local folder: its config.json, read as ``--model-config`` reads it."""
-        folder = name if os.path.isabs(name) else os.path.join(self.folder, name)
-        config = os.path.normpath(os.path.join(folder, "config.json"))
-        if len(name) > 1000 or not os.path.isfile(config):
+        config = self._beside(name, "config.json")
+        if config is None:
             return None
         try:
             return model_from_config(read_json(config, "model config"), config)
@@ -617,8 +624,8 @@ class _Recipe:
             self.set("sharding", "zero-2", line)
 
     def _deepspeed_file(self, name: str) -> Any:
-        path = os.path.normpath(name if os.path.isabs(name) else os.path.join(self.folder, name))
-        if len(name) > 1000 or not os.path.isfile(path):
+        path = self._beside(name)
+        if path is None:
             return None
         try:
             return read_json(path, "DeepSpeed config")
