@@ -226,6 +226,8 @@ _TRAINING_KEYS = ("per_device_train_batch_size", "micro_batch_size", "batch_size
 class _Recipe:
     def __init__(self, fields: Dict[Path, Tuple[Any, int]], path: str) -> None:
         self.fields = fields
+        #: the fields shallowest first, as ``find`` looks them up
+        self.ranked = sorted(fields.items(), key=lambda item: len(item[0]))
         self.path = path
         self.name = os.path.basename(path)
         self.folder = os.path.dirname(os.path.abspath(path))
@@ -248,10 +250,9 @@ class _Recipe:
     def find(self, *names: str) -> Optional[Tuple[Any, int, Path]]:
         """The first of ``names`` found at the top level, else the shallowest anywhere; values
         ``None`` (YAML ``~``, JSON ``null``) and ``auto`` are not found."""
-        ranked = sorted(self.fields.items(), key=lambda item: len(item[0]))
         for depth_one in (True, False):
             for name in names:
-                for path, (value, line) in ranked:
+                for path, (value, line) in self.ranked:
                     if (len(path) == 1) != depth_one or path[-1] != name:
                         continue
                     if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
