@@ -69,14 +69,11 @@ def build_module(source: str, path: str, tree: object = None) -> nodes.Module:
     brain.install()
     builder = AstroidBuilder(AstroidManager())
     if not isinstance(tree, ast.Module):
-        tree = None
-        try:
-            parsed = ast.parse(source)
+        try:  # parsed here once, the way astroid parses (type comments kept), for the depth check too
+            tree = ast.parse(source + "\n", type_comments=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            parsed = None  # astroid reports it as it parses
-        if parsed is not None and depth.too_deep(parsed):
-            tree = depth.bounded(parsed)
-    elif depth.too_deep(tree):
+            tree = None  # astroid reports it as it parses
+    if tree is not None and depth.too_deep(tree):
         tree = depth.bounded(tree)  # a copy: flake8's tree is every plugin's
     if tree is None:
         return builder.string_build(source, _MODNAME, path)
