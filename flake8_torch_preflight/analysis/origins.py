@@ -131,19 +131,13 @@ class Tracer:
         """Element ``index`` of the tuple a file-defined module's ``forward`` returns
         (``validity, label = discriminator(imgs)``): every ``return`` must be a tuple that agrees."""
         klass = infer.instance_class(call.func)
-        if klass is None or klass.root() is not call.root() or not infer.class_is_subclass_of(klass, MODULE_BASES):
+        if klass is None:
             return None
-        forward = _own_forward(klass)
-        if forward is None:
-            return None
-        returns = list(forward.nodes_of_class(nodes.Return, skip_klass=(nodes.FunctionDef, nodes.ClassDef)))
-        if not returns or not all(isinstance(r.value, nodes.Tuple) and len(r.value.elts) > index for r in returns):
-            return None
-        kinds = {self.origin(r.value.elts[index]) for r in returns}  # type: ignore[union-attr]
-        kind = kinds.pop() if len(kinds) == 1 else None
-        if kind is None or kind.text.endswith(".forward"):
-            return kind
-        return Origin(kind.kind, "{} in {}.forward".format(kind.text, klass.name))
+
+        def element_of(value: nodes.NodeNG) -> Optional[nodes.NodeNG]:
+            return value.elts[index] if isinstance(value, nodes.Tuple) and len(value.elts) > index else None
+
+        return self._forward_output(klass, call.root(), element_of)
 
     def sequential_output(self, built: nodes.NodeNG) -> Optional[Origin]:
         """Output of ``nn.Sequential(a, b, last)`` built by the call ``built``: that of ``last``."""
@@ -164,21 +158,28 @@ class Tracer:
         qname = klass.qname()
         if qname.startswith("torch."):
             return self.layer_kind(qname)
+        return self._forward_output(klass, module, lambda value: value)
+
+    def _forward_output(
+        self,
+        klass: nodes.ClassDef,
+        module: nodes.Module,
+        pick: "Callable[[nodes.NodeNG], Optional[nodes.NodeNG]]",
+    ) -> Optional[Origin]:
+        """What every ``return`` of the ``forward`` of ``klass`` (a module class of ``module``)
+        produces, each returned value narrowed by ``pick`` (None: unknown); named ``X in Model.forward``."""
         if klass.root() is not module or not infer.class_is_subclass_of(klass, MODULE_BASES):
             return None
         forward = _own_forward(klass)
-        if forward is None or forward.root() is not module:
+        if forward is None:
             return None
         returns = list(forward.nodes_of_class(nodes.Return, skip_klass=(nodes.FunctionDef, nodes.ClassDef)))
-        if not returns or any(r.value is None for r in returns):
+        picked = [pick(r.value) if r.value is not None else None for r in returns]
+        if not picked or any(p is None for p in picked):
             return None
-        kinds = {self.origin(r.value) for r in returns}
-        if len(kinds) != 1:
-            return None
-        kind = kinds.pop()
-        if kind is None:
-            return None
-        if kind.text.endswith(".forward"):
+        kinds = {self.origin(p) for p in picked}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        if kind is None or kind.text.endswith(".forward"):
             return kind
         return Origin(kind.kind, "{} in {}.forward".format(kind.text, klass.name))
 
