@@ -147,13 +147,9 @@ def _few_literal_items(loop: training_step.Element) -> bool:
 
 
 def _loop_text(loop: training_step.Element) -> str:
+    """How the message names the loop; a long iterable is shortened with the message (``quoted``)."""
     if isinstance(loop, nodes.For):
-        return "the loop over {}".format(_short(loop.iter))
+        return "the loop over {}".format(loop.iter.as_string())
     if isinstance(loop, nodes.While):
         return "the while loop"
-    return "a comprehension over {}".format(_short(loop.generators[0].iter))
-
-
-def _short(expr: nodes.NodeNG) -> str:
-    text = str(expr.as_string())
-    return text if len(text) <= 28 else text[:25] + "..."
+    return "a comprehension over {}".format(loop.generators[0].iter.as_string())
