@@ -75,8 +75,9 @@ shape flag (``attention_dropout``, ``softmax_fp32``, ``qkv_fused``, ``ffn_dropou
 
 Inference (``no_grad``) keeps one layer's working set plus the residual stream; generation adds
 the KV cache (``kv_cache_bytes``: K and V per layer at ``kv_heads`` width, so grouped-query
-attention shrinks it) and keeps logits for the last position only. LoRA prices adapters on every
-linear layer of the blocks (``lora_params``); sharding divides what it shards by the world size
+attention shrinks it) and keeps logits for the last position only. LoRA prices adapters on the
+linear layers it targets (every one by default, ``lora_params``), and the layers it leaves frozen
+keep no input for a weight gradient (``_frozen_input_elements``); sharding divides what it shards by the world size
 (ZeRO-1: optimizer state and fp32 master weights; ZeRO-2: also gradients; ZeRO-3/FSDP: also
 weights, plus the layers gathered for compute); optimizer offload moves the optimizer state
 and master weights to the host.
@@ -362,6 +363,19 @@ DDP_BUCKET_GRADIENT_COPIES_COUNT = 1
 #: ASSUMED FSDP with a per-layer auto-wrap policy and backward prefetch: two layers' full
 #: weights are gathered at once (the whole model when the layer count is unknown).
 FSDP_GATHERED_LAYERS_COUNT = 2
+#: PUBLISHED DeepSpeed configuration docs, ZeRO ``stage3_max_live_parameters`` (default 1e9):
+#: "the upper bound of the number of full parameters that are resident in a GPU at any given time"
+#: under ZeRO-3; the high end of the gathered working set when the layer count is not known.
+ZERO3_MAX_LIVE_PARAMETERS_COUNT = 1_000_000_000
+#: PUBLISHED torch.distributed.fsdp.FullyShardedDataParallel docs, ``use_orig_params``: FSDP
+#: supports mixing frozen and non-frozen parameters in one flat parameter, "but it's recommended to
+#: avoid doing so to prevent higher than expected gradient memory usage": the flat parameter's
+#: gradient covers every parameter in it. Per-layer auto-wrapping puts a LoRA layer's frozen base
+#: weight and its adapters in one flat parameter (Lightning's FSDPStrategy and accelerate set
+#: ``use_orig_params=True``), so the point prices a gradient shard for the whole model in the
+#: weights' dtype; the low end the trainable parameters alone (FSDP2's ``fully_shard`` keeps
+#: per-parameter gradients). The fraction of the flat parameters that carries a gradient:
+FSDP_FLAT_GRADIENT_FRACTION = 1.0
 
 #: ASSUMED PEFT (autocast_adapter_dtype=True) keeps LoRA adapter weights in fp32.
 LORA_ADAPTER_BYTES = 4
@@ -396,10 +410,32 @@ DEQUANTIZED_LAYERS_COUNT = 1
 #: casts each adapted linear's input to the adapters' fp32 dtype before ``lora_A``
 #: (``_cast_input_dtype``), and the cast is saved: one fp32 copy per adapted linear of its input
 #: (q, k, v each, o, gate and up each, down) = +7.5 GiB there, less the frozen base linears'
-#: 16-bit inputs that are no longer saved (2.8 GiB; not subtracted, a margin). Applies to
+#: 16-bit inputs that are no longer saved (2.8 GiB, ``LORA_FROZEN_INPUTS_NOT_SAVED_FRACTION``). Applies to
 #: 16-bit weights without autocast; under amp the input is already fp32 (Llama-3.2-1B amp LoRA
 #: measured at 0.99x of the estimate without this term).
 LORA_INPUT_CAST_COPIES_COUNT = 1
+#: PUBLISHED torch.nn.functional.linear's autograd formula (tools/autograd/derivatives.yaml,
+#: ``addmm``/``mm``): the input is saved only for the weight gradient (``mat1`` for ``mat2``'s
+#: grad), so a linear whose weight is frozen (a LoRA base layer; bitsandbytes' MatMul4Bit keeps
+#: only the quantized weight, ``ctx.tensors = (None, B)``) saves no input. What the full-training
+#: terms priced only as such inputs is taken out for the layers LoRA leaves frozen
+#: (``_frozen_input_elements``); 1 = all of it.
+#: MEASURED tests/calibration/gpu_h200.json, Qwen2-0.5B bf16 LoRA r8 on every linear: the forward
+#: kept +4.40 GiB with adapters; the fp32 casts add 7.5 GiB and the frozen layers' 16-bit inputs
+#: (q/k/v, gate/up, down) that are no longer saved are 2.8 GiB of it: +4.7 GiB.
+LORA_FROZEN_INPUTS_NOT_SAVED_FRACTION = 1.0
+#: PUBLISHED Korthikanti et al. 2022 §4.1 (the second MLP linear keeps its input, ffn wide):
+#: one element per FFN width, the activation's output (GELU), the gate-up product (SwiGLU,
+#: GeGLU, gelu_new's final product) or the inner dropout's output; counted inside
+#: ``MLP_SAVED_ELEMENTS_PER_FFN`` / ``MLP_INNER_DROPOUT_ELEMENTS_PER_FFN``.
+LORA_FROZEN_DOWN_INPUT_ELEMENTS_PER_FFN = 1.0
+#: PUBLISHED bitsandbytes PR #1270 (merged 2024-07-16, release 0.43.2, "delete useless buffered
+#: activation"): before it, ``MatMul4Bit`` saved its input ``A`` for a backward that never used
+#: it, and ``Linear4bit`` casts that input to ``compute_dtype`` first, float32 unless set
+#: (bitsandbytes' Linear4bit and transformers' ``BitsAndBytesConfig.bnb_4bit_compute_dtype``
+#: default). So older releases kept one fp32 copy of every 4-bit layer's input: the high end of a
+#: 4-bit run includes it (copies per quantized linear; the point follows the current release).
+QUANTIZED_INPUT_SAVED_FP32_COPIES = 1
 
 #: ASSUMED how much of the cast-weight estimate autocast really keeps (weights used twice are
 #: cast once; ops outside the autocast lists are not cast).
@@ -878,6 +914,48 @@ def _lora_input_casts_per_token(st: _Stack, kinds: Optional[FrozenSet[str]] = No
     return LORA_INPUT_CAST_COPIES_COUNT * widths * LORA_ADAPTER_BYTES
 
 
+def _frozen_input_elements(st: _Stack, precision: str, fused: bool,
+                           kinds: Optional[FrozenSet[str]], casts: bool) -> Dict[str, float]:
+    """Per token per layer, by tensor class: what full training saves only for the weight
+    gradient of a linear layer that LoRA leaves frozen (``LORA_FROZEN_INPUTS_NOT_SAVED_FRACTION``).
+
+    A frozen linear (a LoRA base layer, or a bitsandbytes one) needs only its weight for the
+    input gradient, so its input is saved only where another op or an adapter needs it:
+    the q/k/v input (one cast per projection under amp, one shared tensor otherwise), the
+    output projection's input under eager attention (a fused kernel keeps its output, which is
+    that input, for its own backward), the MLP input (gate and up: one cast each under amp) and
+    the second MLP linear's input (the GELU/SwiGLU product, or the inner dropout's output; a
+    ReLU's output stays, its backward needs it). An adapted layer's input stays, unless PEFT
+    saves an fp32 cast of it instead (``casts``, priced by ``_lora_input_casts_per_token``).
+    MoE layers are left as priced.
+    """
+    def dropped(kind: str) -> bool:
+        return casts or not _adapted(kind, kinds)
+
+    c = ATTENTION_SAVED_ELEMENTS
+    matmul = 0.0
+    if st.qkv_fused:
+        matmul += c["qkv_input_per_hidden"] * st.hidden if dropped("qkv") else 0.0
+    elif precision == "amp":
+        per = c["qkv_input_autocast_per_hidden"] / 3  # one cast per projection
+        matmul += per * st.hidden * sum(dropped(kind) for kind in ("q", "k", "v"))
+    elif all(dropped(kind) for kind in ("q", "k", "v")):
+        matmul += c["qkv_input_per_hidden"] * st.hidden
+    if not fused and dropped("o"):
+        matmul += c["output_projection_input_per_attention_width"] * st.attention_width
+    if st.experts > 0:
+        return {"matmul": matmul}
+    gated = st.ffn_kind in ("swiglu", "geglu")
+    if precision == "amp" and gated:
+        per = MLP_INPUT_AUTOCAST_GATED_ELEMENTS_PER_HIDDEN / 2  # gate_proj and up_proj: a cast each
+        matmul += per * st.hidden * (dropped("gate") + dropped("up"))
+    elif all(dropped(kind) for kind in (("gate", "up") if gated else ("up",))):
+        matmul += MLP_INPUT_ELEMENTS_PER_HIDDEN * st.hidden
+    if dropped("down") and (st.ffn_kind != "relu" or st.ffn_dropout):
+        matmul += LORA_FROZEN_DOWN_INPUT_ELEMENTS_PER_FFN * st.ffn
+    return {"matmul": matmul}
+
+
 def _fused_only_at_the_low_end(st: _Stack, run: RunSpec) -> bool:
     """SDPA asked for on a stack priced as the math kernel the H200 run showed (T5's position
     bias, ``_uses_fused_kernel``): the low end is the fused kernel the fake-tensor harness chose
@@ -894,10 +972,21 @@ def _stack_activations(
     tokens = batch * seq
     layer = _layer_bytes_per_token(st, run.precision, fused, seq) * tokens
     layer += _position_bias_bytes(st, run.precision, fused, seq, seq, causal)
-    if lora_casts_inputs(run):
-        layer += _lora_input_casts_per_token(st, lora_kinds(run)) * tokens
+    old_bnb = 0.0  # what bitsandbytes before 0.43.2 saves on top (the high end)
+    if run.lora and run.training and run.quantization != "int8":  # MatMul8bitLt keeps its input
+        kinds, casts = lora_kinds(run), lora_casts_inputs(run)
+        frozen = _frozen_input_elements(st, run.precision, fused, kinds, casts)
+        layer -= LORA_FROZEN_INPUTS_NOT_SAVED_FRACTION * _classes_bytes(frozen, dt) * tokens
+        if casts:
+            layer += _lora_input_casts_per_token(st, kinds) * tokens
+        if run.quantization in ("nf4", "fp4"):
+            old_bnb = QUANTIZED_INPUT_SAVED_FP32_COPIES * _lora_input_casts_per_token(st) * tokens
     if run.training and not run.checkpointing:
         acts.add(f"{prefix}layers", layer * st.layers)
+        if old_bnb:
+            acts.widen(old_bnb * st.layers, logits=False)
+            acts.notes.append("the high end includes the fp32 inputs that bitsandbytes before 0.43.2 "
+                              "saved for every 4-bit layer")
         if _fused_only_at_the_low_end(st, run):
             kept = (_layer_bytes_per_token(st, run.precision, True, seq) * tokens
                     + _position_bias_bytes(st, run.precision, True, seq, seq, causal))
@@ -1381,12 +1470,24 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
             layers = _layer_count(run)
 
             def gathered(base: float) -> float:
-                unit = base / layers if layers else float(base)
-                return min(float(base), base / w_div + FSDP_GATHERED_LAYERS_COUNT * unit)
+                if not layers:  # the gathered working set is not known: the shard alone
+                    return base / w_div
+                return min(float(base), base / w_div + FSDP_GATHERED_LAYERS_COUNT * base / layers)
+
+            def gathered_high(base: float) -> float:
+                if layers:
+                    return gathered(base)
+                if run.sharding == "zero-3":  # DeepSpeed bounds the parameters it gathers at once
+                    return min(float(base), base / w_div + ZERO3_MAX_LIVE_PARAMETERS_COUNT * weight_bytes)
+                return float(base)  # a model FSDP wraps as one unit is gathered whole
 
             values = [None if values[0] is None else gathered(values[0]), values[1] / w_div,
-                      None if values[2] is None else gathered(values[2])]
-            note = "; ".join(n for n in (f"1/{w_div} shard + gathered layers", note) if n)
+                      None if values[2] is None else gathered_high(values[2])]
+            shard = (f"1/{w_div} shard + gathered layers" if layers else
+                     f"1/{w_div} shard; the layers gathered for compute are not known (no layer count): "
+                     "the high end allows " + ("DeepSpeed's stage3_max_live_parameters"
+                                               if run.sharding == "zero-3" else "the whole model"))
+            note = "; ".join(n for n in (shard, note) if n)
         point, low, high = (None if v is None else v + transient for v in values)
         if point is None or high is None:
             terms["weights"] = Term(None, int(low or 0), None if high is None else int(math.ceil(high)), note)
@@ -1414,7 +1515,14 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
         grads = trainable * train_bytes / g_div
         if run.sharding == "ddp":
             grads *= 1 + DDP_BUCKET_GRADIENT_COPIES_COUNT
-        terms["gradients"] = _exact(grads)
+        if run.sharding == "fsdp" and params is not None and trainable < params:
+            # frozen and trainable parameters share flat parameters: a gradient for all of them
+            flat = (params + (adapters or 0)) * weight_bytes * FSDP_FLAT_GRADIENT_FRACTION / g_div
+            terms["gradients"] = Term(int(math.ceil(flat)), int(grads), int(math.ceil(flat)),
+                                      "FSDP flat parameters mix frozen and trainable ones: a gradient "
+                                      "shard for all of them (the low end: trainable ones only)")
+        else:
+            terms["gradients"] = _exact(grads)
         elements = _optimizer_state_elements(run, trainable)
         if run.offload_optimizer:
             terms["optimizer_state"] = Term(0, 0, 0, "offloaded to host memory")

@@ -529,3 +529,11 @@ def test_gpu_from_memory() -> None:
     assert gpu_from_memory("80 GB").key == "custom-80gb"
     with pytest.raises(CatalogueError):
         gpu_from_memory("48")
+
+
+def test_the_t4_context_is_the_one_measured_on_a_t4() -> None:
+    """highwaterlabs/torch-preflight measured 141,426,688 bytes on a Tesla T4 (CUDA 12.8) after
+    CUDA, cuBLAS and cuDNN initialised: 135 MiB, not the 400 MiB published for other parts."""
+    t4 = find_gpu("t4")
+    assert t4.context_bytes == 135 * MIB
+    assert 141_426_688 // MIB == 134

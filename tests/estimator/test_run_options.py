@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -273,8 +274,57 @@ def test_lora_casts_count_only_the_adapted_inputs() -> None:
     qv = estimate(run.replace(lora_targets=("q_proj", "v_proj"))).activation_parts["layers"]
     every = estimate(run).activation_parts["layers"]
     tokens = 2 * 256
-    assert qv - without == 32 * tokens * 4 * (4096 + 4096)
-    assert every - without == 32 * tokens * 4 * (3 * 4096 + 4096 + 2 * 4096 + 11008)
+    # the 16-bit inputs that only the frozen (or fp32-cast) linears kept are gone: the q/k/v input,
+    # the output projection's input (eager attention), the MLP input and the down projection's
+    frozen = 2 * (3 * 4096 + 11008)
+    assert qv - without == 32 * tokens * (4 * (4096 + 4096) - frozen)
+    assert every - without == 32 * tokens * (4 * (3 * 4096 + 4096 + 2 * 4096 + 11008) - frozen)
+
+
+def test_frozen_linears_save_no_input_under_amp() -> None:
+    """Under amp PEFT casts nothing (the input is fp32); the frozen k, o, gate, up and down
+    projections no longer keep their 16-bit inputs: k's and gate's and up's autocast casts, the
+    eager output projection's input and the 11008-wide SwiGLU product; q and v keep theirs."""
+    run = RunSpec(model=LLAMA, batch_size=2, seq_len=256, precision="amp", lora=True,
+                  lora_targets=("q_proj", "v_proj"))
+    full = estimate(run.replace(lora=False, lora_targets=None)).activation_parts["layers"]
+    qv = estimate(run).activation_parts["layers"]
+    assert full - qv == 32 * 2 * 256 * 2 * (4096 + 4096 + 2 * 4096 + 11008)
+
+
+def test_four_bit_lora_high_end_holds_the_inputs_old_bitsandbytes_saved() -> None:
+    """bitsandbytes before 0.43.2 saved every 4-bit layer's input, cast to fp32: the high end of
+    the activations adds 4 bytes per input element of every block linear (q, k, v, o, gate, up:
+    4096 wide; down: 11008), times the activations' high fraction; the point does not move."""
+    run = RunSpec(model=LLAMA, batch_size=1, seq_len=512, precision="bf16", flash=True, lora=True,
+                  lora_targets=("q_proj", "v_proj"))
+    plain, nf4 = estimate(run).terms["activations"], estimate(run.replace(quantization="nf4")).terms["activations"]
+    assert nf4.bytes == plain.bytes
+    extra = 32 * 512 * 4 * (6 * 4096 + 11008)
+    assert nf4.high - plain.high == pytest.approx(cm.ACTIVATIONS_HIGH_FRACTION * extra, abs=2)
+
+
+def test_lora_under_fsdp_prices_gradients_for_the_flat_parameters() -> None:
+    """FSDP's flat parameters mix frozen base weights and adapters: the point is a bf16 gradient
+    shard of every parameter, the low end the fp32 adapters' shard alone."""
+    run = RunSpec(model=LLAMA, batch_size=1, seq_len=512, precision="bf16", lora=True, lora_rank=8,
+                  lora_targets=("q_proj", "v_proj"), sharding="fsdp", world_size=4)
+    adapters = 32 * 8 * 2 * (4096 + 4096)
+    grads = estimate(run).terms["gradients"]
+    assert grads.bytes == grads.high == math.ceil((6_738_415_616 + adapters) * 2 / 4)
+    assert grads.low == adapters * 4 // 4
+    assert estimate(run.replace(sharding="ddp", world_size=1)).breakdown["gradients"] == adapters * 4 * 2
+
+
+@pytest.mark.parametrize("sharding, high", [("zero-3", 15_000_000_000 // 64 + 2 * 10**9), ("fsdp", 15 * 10**9)])
+def test_sharded_weights_with_a_parameter_count_only(sharding: str, high: int) -> None:
+    """No layer count: the point is the 1/64 shard (the ZeRO paper's 16 bytes / 64 per parameter
+    for the model states); the gathered layers widen the high end, up to DeepSpeed's
+    stage3_max_live_parameters (10^9 fp16 parameters) under ZeRO-3, the whole model under FSDP."""
+    run = RunSpec(params=7_500_000_000, batch_size=1, seq_len=1024, precision="fp16", optimizer="adam",
+                  sharding=sharding, world_size=64)
+    weights = estimate(run).terms["weights"]
+    assert (weights.low, weights.bytes, weights.high) == (234_375_000, 234_375_000, high)
 
 
 def test_lora_targets_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
