@@ -121,6 +121,16 @@ def _analyse(
     return result
 
 
+def warm_up() -> None:
+    """Build what every file's analysis shares (astroid's builtins, every torch stub) now, so
+    that the first file does not pay for it: the analysis server (``server.py``) calls it while
+    it waits for its first request."""
+    brain.install()
+    brain.build_all_stubs()
+    gc.collect()
+    gc.freeze()  # what lives for the whole process, out of the collector's way (see below)
+
+
 def _freeze_survivors() -> None:
     """After the 2nd, 4th, 8th, ... analysed file of this process, collect and move what
     survives to the collector's permanent generation (``gc.freeze``).

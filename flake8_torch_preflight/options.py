@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import sys
 from typing import Any, FrozenSet, Iterable, Optional
 
@@ -10,6 +11,7 @@ from .settings import CODES, SETTINGS
 
 TARGET_GPU = "--tp-target-gpu"
 GPU_MEMORY = "--tp-gpu-memory"
+SERVER = "--tp-server"
 
 
 def add_options(option_manager: Any) -> None:
@@ -33,6 +35,14 @@ def add_options(option_manager: Any) -> None:
         metavar="SIZE",
         help="Explicit per-GPU capacity for unlisted hardware, e.g. 48GiB (turns on TPV001).",
     )
+    option_manager.add_option(
+        SERVER,
+        default=False,
+        action="store_true",
+        parse_from_config=True,
+        help="For editors: when flake8 checks a single file, have a background process that keeps the "
+        "analysis warm read it (started on first use, gone after 15 idle minutes; POSIX only).",
+    )
 
 
 def parse_options(options: argparse.Namespace) -> None:
@@ -54,6 +64,7 @@ def parse_options(options: argparse.Namespace) -> None:
     SETTINGS.target_gpu = target
     SETTINGS.gpu_memory = memory
     SETTINGS.selected = _selected_codes(options)
+    SETTINGS.server = bool(getattr(options, "tp_server", False)) and _one_file(getattr(options, "filenames", None))
     if target is None and memory is None and _asked_for_tpv(options, SETTINGS.selected):
         _hint_target()
 
@@ -87,6 +98,12 @@ def _hint_target() -> None:
     if multiprocessing.parent_process() is not None:
         return
     sys.stderr.write(NO_TARGET_HINT + "\n")
+
+
+def _one_file(filenames: Any) -> bool:
+    """Whether flake8 checks exactly one file (or stdin, ``-``): an editor's save."""
+    names = list(filenames or ())
+    return len(names) == 1 and (names[0] == "-" or os.path.isfile(names[0]))
 
 
 def _clean(value: Optional[str]) -> Optional[str]:

@@ -29,7 +29,10 @@ class _Entry:
     def run(self) -> Generator[Result, None, None]:
         if SETTINGS.selected is not None and self.code not in SETTINGS.selected:
             return  # flake8 runs every plugin; without a TP code selected, astroid is never imported
-        from .engine import findings_for
+        if SETTINGS.server:
+            from .server import findings_for
+        else:
+            from .engine import findings_for
 
         for line, col, message in findings_for(self.tree, self.filename, self.lines, self.code):
             yield line, col, message, type(self)

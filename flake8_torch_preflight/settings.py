@@ -20,6 +20,7 @@ class Settings:
     target_gpu: Optional[str] = None
     gpu_memory: Optional[str] = None
     selected: Optional[FrozenSet[str]] = None  # None = every code
+    server: bool = False  # ask the analysis server (``--tp-server`` with exactly one file to check)
 
 
 SETTINGS = Settings()

@@ -322,6 +322,16 @@ def install() -> None:
         manager.astroid_cache.setdefault(modname, module)
 
 
+def build_all_stubs() -> None:
+    """Build every stub module now rather than on first use (for a process that analyses many
+    files: the analysis server)."""
+    manager = AstroidManager()
+    for modname in _STUB_FILES:
+        module = _stub(modname)
+        if module is not None:
+            manager.astroid_cache.setdefault(modname, module)
+
+
 def stub_module(modname: str) -> Optional[Module]:
     """The stub module for ``modname``, or None."""
     return _stub(modname)
