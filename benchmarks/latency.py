@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
+
+from flake8_torch_preflight import server
 
 RUNS = {
     "plain": ["--select", "E,F,W,C90"],
@@ -47,13 +48,8 @@ def run_once(path: Path, args: List[str], env: Dict[str, str]) -> Tuple[float, f
 
 
 def _stop_servers(folder: str) -> None:
-    for lock in Path(folder).rglob("*.lock"):
-        text = lock.read_text().strip()
-        if text.isdigit():
-            try:
-                os.kill(int(text), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+    for lock in Path(folder).rglob("*.sock.lock"):
+        server.stop(str(lock)[: -len(".lock")])
 
 
 def main(argv: List[str]) -> int:

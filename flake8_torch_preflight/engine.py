@@ -1,10 +1,10 @@
 """One astroid build and one walk per file, shared by every entry-point class.
 
 flake8 builds each tree plugin once per file and hands all of them the same
-``tree`` object.  The first class to run builds the astroid module from the
-lines flake8 read (``analysis.build``), runs every selected rule in one walk,
-and keeps the findings keyed on that ``tree``; the other classes read their
-code's findings from this one-entry cache.  Dependencies flow one way:
+``tree`` object.  The first class to run (``plugin._findings``) has
+``analyse_file`` build the astroid module from the lines flake8 read
+(``analysis.build``) and run every selected rule in one walk; the other classes
+read their code's findings from the plugin's one-entry cache.  Dependencies flow one way:
 plugin -> engine -> rules -> analysis -> stubs.
 """
 from __future__ import annotations
@@ -17,12 +17,12 @@ import sys
 import threading
 import time
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Sequence, Tuple, Type
 
 from astroid.exceptions import AstroidSyntaxError
 
 from .analysis import brain, memo, notes, work
-from .analysis.build import SETTINGS, FileContext, Settings, build_module, worth_analysing
+from .analysis.build import FileContext, Settings, build_module, worth_analysing
 from .analysis.walker import BudgetExceeded, walk
 from .rules import ALL_RULES, Rule
 
@@ -41,15 +41,6 @@ BUDGET_SECONDS = 20.0
 GC_THRESHOLD0 = 50_000
 
 Findings = Dict[str, List[Tuple[int, int, str]]]
-_last: Optional[Tuple[object, str, Findings]] = None
-
-
-def findings_for(tree: object, filename: str, lines: Sequence[str], code: str) -> List[Tuple[int, int, str]]:
-    """Findings of ``code`` for this file, analysing the file on first request."""
-    global _last
-    if _last is None or _last[0] is not tree or _last[1] != filename:
-        _last = (tree, filename, analyse_file(filename, lines, SETTINGS, tree))
-    return _last[2].get(code, [])
 
 
 def analyse_file(filename: str, lines: Sequence[str], settings: Settings, tree: object = None) -> Findings:

@@ -1,14 +1,14 @@
 """flake8 entry points: one thin class per code, all reading one shared analysis.
 
 Each class is constructed by flake8 once per file with the same ``tree``; the
-first one to run analyses the file (``engine.findings_for``) and every
+first one to run analyses the file (``_findings``) and every
 class then yields only its own code's findings.  Only ``TPV001Checker``
 registers options: flake8 calls ``add_options`` on every plugin class.
 """
 from __future__ import annotations
 
 import ast
-from typing import Any, ClassVar, Generator, List, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, Generator, List, Optional, Sequence, Tuple
 
 from . import __version__, options
 from .settings import SETTINGS
@@ -29,13 +29,31 @@ class _Entry:
     def run(self) -> Generator[Result, None, None]:
         if SETTINGS.selected is not None and self.code not in SETTINGS.selected:
             return  # flake8 runs every plugin; without a TP code selected, astroid is never imported
-        if SETTINGS.server:
-            from .server import findings_for
-        else:
-            from .engine import findings_for
-
-        for line, col, message in findings_for(self.tree, self.filename, self.lines, self.code):
+        for line, col, message in _findings(self.tree, self.filename, self.lines).get(self.code, []):
             yield line, col, message, type(self)
+
+
+Findings = Dict[str, List[Tuple[int, int, str]]]
+_last: Optional[Tuple[object, str, Findings]] = None
+
+
+def _findings(tree: ast.AST, filename: str, lines: Sequence[str]) -> Findings:
+    """Every selected code's findings for this file, analysed on the first class's request (flake8
+    hands all of them the same ``tree``): by the analysis server with ``--tp-server`` and one file,
+    else (or when no server answers) by the engine in this process."""
+    global _last
+    if _last is None or _last[0] is not tree or _last[1] != filename:
+        found = None
+        if SETTINGS.server:
+            from .server import ask
+
+            found = ask(filename, lines, SETTINGS)
+        if found is None:
+            from .engine import analyse_file
+
+            found = analyse_file(filename, lines, SETTINGS, tree)
+        _last = (tree, filename, found)
+    return _last[2]
 
 
 class TP001Checker(_Entry):

@@ -28,6 +28,7 @@ import hashlib
 import io
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -35,7 +36,7 @@ import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .settings import SETTINGS, Settings
+from .settings import Settings
 
 #: Seconds a server waits for the next request before it exits.
 IDLE_SECONDS = 900.0
@@ -48,20 +49,6 @@ CONNECT_TIMEOUT = 0.5
 ANSWER_TIMEOUT = 60.0
 
 Findings = Dict[str, List[Tuple[int, int, str]]]
-_last: Optional[Tuple[object, str, Findings]] = None
-
-
-def findings_for(tree: object, filename: str, lines: Sequence[str], code: str) -> List[Tuple[int, int, str]]:
-    """Findings of ``code`` for this file: the server's answer, or the engine's when there is none."""
-    global _last
-    if _last is None or _last[0] is not tree or _last[1] != filename:
-        found = ask(filename, lines, SETTINGS)
-        if found is None:
-            from . import engine
-
-            found = engine.analyse_file(filename, lines, SETTINGS, tree)
-        _last = (tree, filename, found)
-    return _last[2].get(code, [])
 
 
 def ask(filename: str, lines: Sequence[str], settings: Settings) -> Optional[Findings]:
@@ -164,6 +151,20 @@ def _start(path: str) -> None:
         pass
 
 
+def stop(path: str) -> bool:
+    """Stop the server that holds ``path`` (its process id is in the lock beside the socket);
+    whether there was one."""
+    try:
+        with open(path + ".lock") as lock:
+            pid = int(lock.read().strip() or 0)
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+            return True
+    except (OSError, ValueError):
+        pass
+    return False
+
+
 def serve(path: str, idle: float = IDLE_SECONDS) -> int:
     """Answer requests on ``path`` until ``idle`` seconds pass without one.  Only one server holds
     a path (a lock beside the socket); a second one exits at once with status 0."""
@@ -178,6 +179,7 @@ def serve(path: str, idle: float = IDLE_SECONDS) -> int:
     lock.truncate(0)
     lock.write(str(os.getpid()))  # which process holds the socket, for whoever needs to stop it
     lock.flush()
+    signal.signal(signal.SIGTERM, _leave)  # ``stop``: remove the socket on the way out
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a socket left by a server that died; the lock says none is running
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -202,6 +204,10 @@ def serve(path: str, idle: float = IDLE_SECONDS) -> int:
             os.unlink(path)
         listener.close()
         lock.close()
+
+
+def _leave(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
 
 
 def answer(request: Dict[str, Any]) -> Dict[str, Any]:

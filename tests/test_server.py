@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -33,13 +32,8 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="tp-"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
     yield folder
-    for lock in folder.rglob("*.lock"):
-        text = lock.read_text().strip()
-        if text.isdigit():
-            try:
-                os.kill(int(text), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+    for lock in folder.rglob("*.sock.lock"):
+        server.stop(str(lock)[: -len(".lock")])
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -81,8 +75,10 @@ def test_server_answers_what_the_engine_answers(runtime: Path, monkeypatch: pyte
     assert sorted(answered) == ["TP{:03d}".format(i) for i in range(1, 14)] + ["TPV001"]
     only = server.ask("examples/bad_train.py", lines, Settings(selected=frozenset({"TP006"})))
     assert only is not None and list(only) == ["TP006"]
-    proc.terminate()
-    proc.wait(timeout=30)
+    assert server.stop(path)
+    assert proc.wait(timeout=30) == 0
+    assert not os.path.exists(path)
+    assert not server.stop(path + ".none")
 
 
 def test_flake8_with_the_option_prints_the_same_findings(runtime: Path) -> None:
