@@ -43,6 +43,7 @@ from .run import (
     COMMAND_LINE,
     DEFAULT,
     DEFAULT_LORA_RANK,
+    IMAGE_KINDS,
     LIMITS,
     OPTIMIZERS,
     PRECISIONS,
@@ -281,9 +282,9 @@ def _write(stream: IO[str], text: str) -> None:
 # ------------------------------------------------------------------------------ the script
 
 
-def _read_script(path: str) -> RunSpec:
+def _read_script(path: str) -> Tuple[RunSpec, Dict[str, str]]:
     """The run SCRIPT describes (a training recipe for a ``.yaml``/``.yml``/``.json`` file), read
-    under the linter's per-file CPU budget."""
+    under the linter's per-file CPU budget, and what it could not read (field -> what held it)."""
     recipe = path.lower().endswith(RECIPE_SUFFIXES)
     reader = importlib.import_module(_RECIPE if recipe else _EXTRACT)
     from ..analysis.walker import BudgetExceeded
@@ -297,7 +298,7 @@ def _read_script(path: str) -> RunSpec:
 
     try:
         with budget:
-            run = reader.read_run(path)
+            reading = reader.read_reading(path)
     except BudgetExceeded:
         _fail(too_slow())
     except (CatalogueError, RunSpecError) as err:
@@ -310,9 +311,13 @@ def _read_script(path: str) -> RunSpec:
         if budget.past_deadline():  # the budget's signal arrived inside C code
             _fail(too_slow())
         _fail(f"cannot read {path}: {type(err).__name__}: {err}")
+    if isinstance(reading, tuple):  # the recipe reader: (run, unread)
+        run, unread = reading
+    else:
+        run, unread = getattr(reading, "run", reading), dict(getattr(reading, "unread", {}))
     if not isinstance(run, RunSpec):
         _fail(f"cannot read {path}: the reader returned {type(run).__name__}, not a RunSpec")
-    return run
+    return run, dict(unread)
 
 
 _OVERRIDES = (
@@ -336,9 +341,15 @@ _OVERRIDES = (
 
 def build_run(args: argparse.Namespace) -> RunSpec:
     """The run from SCRIPT (if any) with the command line's overrides applied on top."""
+    return read_and_override(args)[0]
+
+
+def read_and_override(args: argparse.Namespace) -> Tuple[RunSpec, Dict[str, str]]:
+    """The run from SCRIPT (if any) with the command line's overrides applied on top, and what
+    SCRIPT left unread that no override gave (field -> what held it)."""
     if args.model is not None and args.model_config is not None:
         _fail("give --model or --model-config, not both")
-    run = _read_script(args.script) if args.script else RunSpec()
+    run, unread = _read_script(args.script) if args.script else (RunSpec(), {})
     changes: Dict[str, Any] = {}
     model = None
     config: Any = None
@@ -383,7 +394,30 @@ def build_run(args: argparse.Namespace) -> RunSpec:
     sources = dict(run.sources)
     for name in ("precision", "optimizer"):
         sources.setdefault(name, DEFAULT)
-    return run.replace(sources=sources).with_native_image_size()
+    given = set(changes) | ({"model"} if run.model is not None or run.params is not None else set())
+    unread = {name: what for name, what in unread.items() if name not in given and name not in sources}
+    run = run.replace(sources=sources).with_native_image_size()
+    if args.script:
+        for name in _missing_sizes(run):
+            unread.setdefault(name, f"not stated in {os.path.basename(args.script)}")
+    return run, unread
+
+
+def _missing_sizes(run: RunSpec) -> List[str]:
+    """The size fields the run needs and has no value for: the micro-batch of a training run, the
+    sequence length of a text model, the image size of an image model, the world size of a
+    sharded run."""
+    missing = []
+    if run.batch_size is None and run.training:
+        missing.append("batch_size")
+    kind = run.model.kind if run.model is not None else None
+    if kind is not None and kind not in IMAGE_KINDS and run.seq_len is None:
+        missing.append("seq_len")
+    if kind in IMAGE_KINDS and run.image_size is None:
+        missing.append("image_size")
+    if run.sharding not in ("none", "ddp") and "world_size" not in run.sources:
+        missing.append("world_size")  # the shards' size depends on it
+    return missing
 
 
 def _model_config(path: str) -> Tuple[Any, Any]:
@@ -529,9 +563,9 @@ def _target(args: argparse.Namespace) -> Tuple[Optional[GpuTarget], Optional[str
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    run = build_run(args)
+    run, unread = read_and_override(args)
     gpu, origin = _target(args)
-    if run.model is None and run.params is None:
+    if run.model is None and run.params is None and not args.script:
         _fail("no model: give --model NAME (a catalogue name or Hugging Face id) or --params N")
     if run.sharding != "none" and "world_size" not in run.sources and gpu is not None and gpu.count > 1:
         run = run.replace(source=f"{gpu.key} GPU count", world_size=gpu.count)
@@ -545,15 +579,33 @@ def _estimate(args: argparse.Namespace) -> int:
         payload = to_json(result, solution)
         if origin is not None:
             payload["config"]["sources"]["gpu"] = origin
+        if args.script:
+            payload["unread"] = unread  # what SCRIPT left unread: field -> what held it
         text = json.dumps(payload, indent=2) + "\n"
     else:
-        text = render_text(result, solution)
+        text = _with_unread(render_text(result, solution), unread)
         if origin is not None and gpu is not None:
             body = text.rstrip("\n")
             gap = "\n" if body.rsplit("\n", 1)[-1].startswith("note: ") else "\n\n"
             text = f"{body}{gap}note: GPU {gpu.key} from {origin} (--gpu or --gpu-memory overrides it)\n"
     _write(sys.stdout, text)
     return 1 if result.fits is False else 0
+
+
+def _with_unread(text: str, unread: Dict[str, str]) -> str:
+    """The text report with what SCRIPT left unread: the model line names what held the model,
+    and a ``not read:`` line per other field, with the option that supplies it."""
+    if not unread:
+        return text
+    lines = text.split("\n")
+    if "model" in unread and lines and lines[0].startswith("model:"):
+        lines[0] = f"model: not read: {unread['model']} (give --model NAME or --params N)"
+    extra = [f"not read: {name.replace('_', ' ')}: {what} (give --{name.replace('_', '-')})"
+             for name, what in unread.items() if name != "model"]
+    if extra:
+        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("run:")), 1)
+        lines[at:at] = extra
+    return "\n".join(lines)
 
 
 def _mlp_words(run: RunSpec) -> str:

@@ -66,10 +66,10 @@ from ..analysis import dataflow, infer, loops, model_flow, models, param_count, 
 from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
-from .catalogue import CatalogueError, ModelSpec, count_params, find_model
+from .catalogue import ModelSpec, count_params
 from .files import read_bytes
-from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS
-from .run import DEFAULT_LORA_RANK, VOCABULARY_TASKS, RunSpec, RunSpecError, task_of_class
+from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS, resolve_model
+from .run import DEFAULT_LORA_RANK, VOCABULARY_TASKS, RunSpec, RunSpecError, parse_lora_targets, task_of_class
 
 #: Last part of a class whose ``from_pretrained`` builds a model.
 MODEL_CLASS = re.compile(r"^(Auto\w*Model\w*|\w+Model|\w+For[A-Z]\w*|\w+LMHead\w*)$")
@@ -113,6 +113,10 @@ HF_ARGUMENTS = re.compile(r"^(transformers|trl)(\.\w+)*\.(\w*TrainingArguments|S
 #: HF Trainer-like classes (training happens in ``.train()``).
 HF_TRAINERS = re.compile(r"^(transformers|trl)\.(\w*Trainer)$")
 
+#: Fields whose absence ``RunReading.unread`` names (the model and the size fields a report
+#: prices; precision and optimizer fall back on marked defaults).
+UNREAD_FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer")
+
 #: Fields whose unresolved evidence is recorded in ``RunReading.unknown``.
 FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer", "fused_optimizer",
           "checkpointing", "flash", "sharding", "world_size", "lora_rank", "trainable", "weights_layout")
@@ -128,6 +132,10 @@ class RunReading:
     unknown: FrozenSet[str] = frozenset()
     upper_bounds: FrozenSet[str] = frozenset()
     notes: Tuple[str, ...] = ()
+    #: the fields that could not be read, each with what held it (the expression and its line,
+    #: or that the file never states it): ``{"model": "LLaMA(config) at train.py:40 (class LLaMA
+    #: of model.py: parameters not counted)"}``
+    unread: Dict[str, str] = field(default_factory=dict)
     #: True when the file puts the run on a GPU (``.cuda()``, ``.to("cuda")``, DDP, a Trainer,
     #: accelerate, DeepSpeed ...), False when the model is explicitly moved to the CPU, None
     #: when the file does not say (a plain script with no device placement runs on the CPU).
@@ -154,6 +162,11 @@ def read_source(path: str) -> str:
 
 def read_run(path: str) -> RunSpec:
     """The run a training script describes (``estimate SCRIPT``); see ``read_source``."""
+    return read_reading(path).run
+
+
+def read_reading(path: str) -> RunReading:
+    """Everything the reader finds in the script at ``path`` (``read_module`` of its module)."""
     source = read_source(path)
     try:
         module = build_module(source, path)
@@ -166,7 +179,7 @@ def read_run(path: str) -> RunSpec:
         raise RunSpecError(f"not valid Python: {' '.join(text.split())}") from None
     except RecursionError:
         raise RunSpecError("an expression is too deeply nested to read") from None
-    return run_from_module(module, path)
+    return read_module(module, path)
 
 
 def run_from_module(module: nodes.Module, filename: str) -> RunSpec:
@@ -182,6 +195,48 @@ def read_module(module: nodes.Module, filename: str) -> RunReading:
 # ===================================================================================== reader
 
 
+#: bitsandbytes' config classes (transformers re-exports them).
+BNB_CONFIGS = frozenset({"transformers.BitsAndBytesConfig",
+                         "transformers.utils.quantization_config.BitsAndBytesConfig"})
+
+
+def _bnb_mode(arg: nodes.NodeNG) -> Optional[str]:
+    """The weights' storage a ``BitsAndBytesConfig(...)`` says (``nf4``, ``fp4``, ``int8``), the
+    call written in place or bound to a name once; None when it is not one or not resolved."""
+    call = arg
+    if isinstance(arg, nodes.Name):
+        _, assignments = arg.lookup(arg.name)
+        values = [getattr(a.parent, "value", None) for a in assignments if isinstance(a, nodes.AssignName)]
+        call = values[0] if len(values) == 1 else None
+    if not isinstance(call, nodes.Call) or model_flow.callee_name(call) not in BNB_CONFIGS:
+        return None
+    flags = {}
+    for key in ("load_in_4bit", "load_in_8bit"):
+        keyword = static_values.keyword(call, key)
+        value = static_values.evaluate(keyword) if keyword is not None else None
+        if keyword is not None and value is None:
+            return None
+        flags[key] = value is not None and value.value is True
+    if flags["load_in_8bit"]:
+        return "int8"
+    if not flags["load_in_4bit"]:
+        return None
+    kind = static_values.keyword(call, "bnb_4bit_quant_type")
+    if kind is None:
+        return "fp4"  # bitsandbytes' default 4-bit type
+    value = static_values.evaluate(kind)
+    return value.value if value is not None and value.value in ("nf4", "fp4") else None
+
+
+def _shown(node: nodes.NodeNG, limit: int = 60) -> str:
+    """An expression for a one-line report, cut at ``limit`` characters."""
+    try:
+        text = " ".join(node.as_string().split())
+    except (AttributeError, RecursionError, TypeError, ValueError):
+        text = type(node).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 @dataclass
 class _Candidate:
     node: nodes.Call
@@ -195,6 +250,8 @@ class _Candidate:
     options: Dict[str, nodes.NodeNG] = field(default_factory=dict)
     #: the class ``from_pretrained`` is called on (``BertForMaskedLM``), when it is one
     model_class: Optional[str] = None
+    #: bitsandbytes storage of the weights (``nf4``, ``fp4``, ``int8``) and where it is said
+    quantization: Optional[Tuple[str, nodes.NodeNG]] = None
 
 
 @dataclass
@@ -211,6 +268,7 @@ class _Reader:
         self.fields: Dict[str, Any] = {}
         self.sources: Dict[str, str] = {}
         self.unknown: Set[str] = set()
+        self.unread: Dict[str, str] = {}
         self.upper: Set[str] = set()
         self.notes: List[str] = []
         self.model_names: Set[str] = set()
@@ -231,6 +289,12 @@ class _Reader:
         self.fields[name] = value
         self.sources[name] = self.source(node)
         self.unknown.discard(name)
+
+    def cannot_read(self, name: str, what: str, node: Optional[nodes.NodeNG] = None) -> None:
+        """``name`` stays unknown; ``what`` (and the line of ``node``) says what held it."""
+        self.unknown.add(name)
+        shown = what if node is None else f"{what} at {self.source(node)}"
+        self.unread.setdefault(name, shown)
 
     def set_resolved(self, name: str, found: Optional[Resolved]) -> bool:
         if found is None:
@@ -264,7 +328,23 @@ class _Reader:
             unknown=frozenset(self.unknown),
             upper_bounds=frozenset(self.upper),
             notes=tuple(self.notes),
+            unread=self._unread(run),
         )
+
+    def _unread(self, run: RunSpec) -> Dict[str, str]:
+        """What could not be read, for the fields a report prices (``UNREAD_FIELDS``): the
+        expression recorded where the reader gave up, else that the file does not state it."""
+        found: Dict[str, str] = {}
+        for name in UNREAD_FIELDS:
+            if name in self.sources or (name == "model" and (run.model is not None or run.params is not None)):
+                continue
+            if name in self.unread:
+                found[name] = self.unread[name]
+            elif name in self.unknown:
+                found[name] = "its value in the file could not be resolved"
+            elif name == "model" or (name in ("batch_size",) and run.training):
+                found[name] = "not stated in the file"
+        return found
 
     def _run(self) -> RunSpec:
         kwargs = {k: v for k, v in self.fields.items() if k in RunSpec.__dataclass_fields__}
@@ -287,7 +367,12 @@ class _Reader:
     def _model(self) -> Optional[_Candidate]:
         candidates = [c for c in (self._candidate(call) for call in self.calls) if c is not None]
         if not candidates:
-            self.unknown.add("model")
+            built = self._optimized_model()
+            if built is not None:
+                self.cannot_read("model", f"{_shown(built)}: parameter count not known", built)
+            else:
+                self.cannot_read("model", "no model built in the file (from_pretrained, a torchvision or timm "
+                                          "name, an nn.Module class)")
             return None
         for candidate in candidates:
             candidate.names = self._flow_names(candidate.node)
@@ -330,13 +415,37 @@ class _Reader:
             definition = next((d for d in self.module.body if getattr(d, "name", None) == chosen.name), line)
             self.set("model_label", chosen.name, definition)
         else:
-            self.unknown.add("model")
+            self.cannot_read("model", f"{_shown(line)}: parameter count not known", line)
             self.notes.append(f"model {chosen.name} at {self.source(line)}: parameter count not known")
         if chosen.quantized:
             self.unknown.add("weights_layout")
+        if chosen.quantization is not None:
+            self.set("quantization", chosen.quantization[0], chosen.quantization[1])
         if chosen.options.get("pretrained") is not None:
             self._apply_pretrained_options(chosen)
         return chosen
+
+    def _optimized_model(self) -> Optional[nodes.NodeNG]:
+        """The expression that builds the model an optimizer trains (``model =
+        Net(size).cuda()`` for ``SGD(model.parameters())``), without its device and dtype calls;
+        None when no optimizer names one. Only said in the report: nothing is counted from it."""
+        for call in self.calls:
+            if self._optimizer_kind(call) is None or not call.args:
+                continue
+            params = call.args[0]
+            if not (isinstance(params, nodes.Call) and isinstance(params.func, nodes.Attribute)
+                    and params.func.attrname == "parameters" and isinstance(params.func.expr, nodes.Name)):
+                continue
+            _, assignments = params.func.expr.lookup(params.func.expr.name)
+            for target in assignments:
+                value = getattr(target.parent, "value", None)
+                if isinstance(target, nodes.AssignName) and isinstance(value, nodes.Call):
+                    while (isinstance(value, nodes.Call) and isinstance(value.func, nodes.Attribute)
+                           and value.func.attrname in ("cuda", "to", "half", "bfloat16", "float", "cpu")
+                           and isinstance(value.func.expr, nodes.Call)):
+                        value = value.func.expr
+                    return value
+        return None
 
     def _candidate(self, call: nodes.Call) -> Optional[_Candidate]:
         func = call.func
@@ -402,9 +511,8 @@ class _Reader:
         if name is None:
             self.notes.append(f"model name at {self.source(call)} not resolved")
             return _Candidate(call, call.func.as_string())
-        try:
-            spec = find_model(str(name.value))
-        except CatalogueError:
+        spec = resolve_model(str(name.value))
+        if spec is None:
             self.notes.append(f"model '{name.value}' at {self.source(call)} is not in the catalogue")
             return _Candidate(call, str(name.value))
         return _Candidate(call, str(name.value), spec=spec)
@@ -423,7 +531,14 @@ class _Reader:
                 if split:
                     candidate.quantized = True
                     self.notes.append(f"device_map at {self.source(arg)} may split the model: not priced")
-            elif value is None or value.value not in (False, None):
+            elif value is not None and value.value in (False, None):
+                continue
+            elif key != "quantization_config" and value is not None and value.value is True:
+                # transformers' load_in_4bit alone: bitsandbytes' default 4-bit type, fp4
+                candidate.quantization = ("int8" if key == "load_in_8bit" else "fp4", arg)
+            elif key == "quantization_config" and _bnb_mode(arg) is not None:
+                candidate.quantization = (_bnb_mode(arg) or "", arg)
+            else:
                 candidate.quantized = True
                 self.notes.append(f"quantized weights at {self.source(arg)}: not priced")
         for key in ("attn_implementation", "torch_dtype", "dtype"):
@@ -862,7 +977,8 @@ class _Reader:
         chosen = self._iterated_loaders(loaders) or loaders
         sizes = [self._loader_batch(c) for c in chosen]
         if any(s is None for s in sizes):
-            self.unknown.add("batch_size")
+            loader = next(c for c, s in zip(chosen, sizes) if s is None)
+            self.cannot_read("batch_size", f"the batch size of {_shown(loader)}", loader)
             return
         values = {s.value for s in sizes if s is not None}
         if len(values) != 1:
@@ -1290,8 +1406,19 @@ class _Reader:
                 self.set_resolved("lora_rank", static_values.int_value(rank))
             targets = static_values.keyword(call, "target_modules")
             value = static_values.evaluate(targets) if targets is not None else None
-            if targets is None or value is None or value.value != "all-linear":
-                self.unknown.add("lora_rank")  # adapters on some layers only: fewer than priced
+            names = value.value if value is not None else None
+            if isinstance(names, str):
+                names = [names]
+            if isinstance(names, (list, tuple)) and names and all(isinstance(n, str) for n in names):
+                try:
+                    parsed = parse_lora_targets(",".join(names))
+                except RunSpecError:
+                    parsed = ()  # a module name the cost model does not know
+                if parsed != ():
+                    if parsed is not None:
+                        self.set("lora_targets", parsed, targets)
+                    return
+            self.unknown.add("lora_rank")  # adapters on layers not read: not what is priced
             return
 
     def _frozen(self) -> None:

@@ -46,9 +46,9 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from .catalogue import CatalogueError, ModelSpec, find_model, layer_params, model_from_config
+from .catalogue import CatalogueError, ModelSpec, layer_params, model_from_config
 from .files import parse_json, read_json, read_text
-from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS
+from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS, resolve_model
 from .run import (
     DEFAULT_LORA_RANK,
     LORA_ALL_LINEAR,
@@ -71,6 +71,9 @@ PEFT_DEFAULT_RANK = 8
 
 #: LLaMA-Factory's ``freeze_trainable_layers`` default: the last two layers train.
 FREEZE_DEFAULT_LAYERS = 2
+
+#: Parent folders of a recipe searched for a file it names relative to the project's root.
+MAX_PARENTS = 4
 
 #: torchtune builders' LoRA arguments -> module names (``apply_lora_to_mlp``: w1, w2, w3).
 TORCHTUNE_MLP = ("w1", "w2", "w3")
@@ -96,12 +99,19 @@ class MissingYaml(RecipeError):
 
 def read_run(path: str) -> RunSpec:
     """The run a recipe describes (see the module docstring)."""
+    return read_reading(path)[0]
+
+
+def read_reading(path: str) -> Tuple[RunSpec, Dict[str, str]]:
+    """The run a recipe describes and what it could not read: ``{"model": "model_name_or_path
+    'org/name' at recipe.yaml:2: not in the catalogue, no config.json beside it"}``."""
     text = read_text(path, "recipe")
     if path.lower().endswith(".json"):
         fields = _json_fields(text)
     else:
         fields = _yaml_fields(text)
-    return _Recipe(fields, path).run()
+    recipe = _Recipe(fields, path)
+    return recipe.run(), recipe.unread
 
 
 def _yaml_fields(text: str) -> Dict[Path, Tuple[Any, int]]:
@@ -233,6 +243,8 @@ class _Recipe:
         self.folder = os.path.dirname(os.path.abspath(path))
         self.values: Dict[str, Any] = {}
         self.sources: Dict[str, str] = {}
+        #: the fields that could not be read, with what held them
+        self.unread: Dict[str, str] = {}
         top = {p[0] for p in fields if len(p) == 1}
         if any(p[-1] == "_component_" for p in fields):
             self.style = "torchtune"
@@ -267,12 +279,24 @@ class _Recipe:
         return found
 
     def _beside(self, name: str, *inside: str) -> Optional[str]:
-        """The file a recipe's value names (relative to the recipe's folder, ``inside`` a folder it
-        names), ``None`` when there is no such file."""
+        """The file a recipe's value names (``inside`` a folder it names), ``None`` when there is
+        no such file. A relative name is looked up next to the recipe, then in the current folder,
+        then in the recipe's parent folders (``MAX_PARENTS``): recipes name their DeepSpeed file
+        relative to the project's root, where the launcher runs."""
         if len(name) > 1000:
             return None
-        path = os.path.normpath(os.path.join(self.folder, name, *inside))  # an absolute name stays
-        return path if os.path.isfile(path) else None
+        folders = [self.folder, os.getcwd()]
+        parent = self.folder
+        for _ in range(MAX_PARENTS):
+            parent, previous = os.path.dirname(parent), parent
+            if parent == previous:
+                break
+            folders.append(parent)
+        for folder in folders:
+            path = os.path.normpath(os.path.join(folder, name, *inside))  # an absolute name stays
+            if os.path.isfile(path):
+                return path
+        return None
 
     def source(self, line: int) -> str:
         return f"{self.name}:{line}"
@@ -332,6 +356,9 @@ class _Recipe:
             spec = self._torchtune_model(match.group("name") if match else builder)
             if spec is not None:
                 self.set("model", spec, component[1])
+            else:
+                self.unread["model"] = (f"model builder {shown_value(component[0])} at {self.source(component[1])}: "
+                                        "not in the catalogue")
             if builder.startswith("qlora_"):
                 self.set("quantization", "nf4", component[1])
             if builder.startswith(("lora_", "qlora_")):
@@ -342,11 +369,16 @@ class _Recipe:
             path = self.at("model", "path")
             found = (path[0], path[1], ("model", "path")) if path is not None else None
         if found is None or not isinstance(found[0], str):
+            self.unread["model"] = ("no model named in the recipe (model_name_or_path, base_model, model_name, "
+                                    "model_id, model.path)")
             return
-        name, line, _ = found
+        name, line, path = found
         spec = self._catalogue(name) or self._local_config(name)
         if spec is not None:
             self.set("model", spec, line)
+        else:
+            self.unread["model"] = (f"{path[-1]} {shown_value(name)} at {self.source(line)}: not in the catalogue "
+                                    "and no config.json in that folder")
 
     def _torchtune_model(self, name: str) -> Optional[ModelSpec]:
         """torchtune's builder names write a version's and a size's dot as ``_`` (``llama3_1_8b``,
@@ -365,10 +397,7 @@ class _Recipe:
         return None
 
     def _catalogue(self, name: str) -> Optional[ModelSpec]:
-        try:
-            return find_model(name)
-        except CatalogueError:
-            return None
+        return resolve_model(name)
 
     def _local_config(self, name: str) -> Optional[ModelSpec]:
         """A model given as a local folder: its config.json, read as ``--model-config`` reads it."""

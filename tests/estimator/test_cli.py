@@ -118,7 +118,7 @@ def test_script_values_with_command_line_overrides(monkeypatch: pytest.MonkeyPat
                        sources={"model": "train.py:3", "batch_size": "train.py:12", "seq_len": "train.py:13",
                                 "precision": "train.py:20"})
 
-    monkeypatch.setattr(extract, "read_run", read_run)
+    monkeypatch.setattr(extract, "read_reading", read_run)
     status, data = run_json(["estimate", "train.py", "--batch-size", "4"], capsys)
     assert status == 0
     config = data["config"]
@@ -133,14 +133,14 @@ def test_script_reader_errors_are_one_line(monkeypatch: pytest.MonkeyPatch,
     def read_run(path: str) -> RunSpec:
         raise OSError(2, "No such file or directory")
 
-    monkeypatch.setattr(extract, "read_run", read_run)
+    monkeypatch.setattr(extract, "read_reading", read_run)
     status, _, err = run_cli(["estimate", "missing.py"], capsys)
     assert (status, err) == (2, "estimate: cannot read missing.py: No such file or directory\n")
 
     def broken(path: str) -> RunSpec:
         raise KeyError("a bug in the reader")
 
-    monkeypatch.setattr(extract, "read_run", broken)
+    monkeypatch.setattr(extract, "read_reading", broken)
     status, out, err = run_cli(["estimate", "train.py", "--format", "json"], capsys)
     assert (status, out, err) == (2, "", "estimate: cannot read train.py: KeyError: 'a bug in the reader'\n")
 
@@ -256,7 +256,7 @@ def test_nothing_on_one_device_fits_names_the_closest_changes(capsys: pytest.Cap
 
 
 def _fake_script(monkeypatch: pytest.MonkeyPatch, run: RunSpec) -> None:
-    monkeypatch.setattr(extract, "read_run", lambda path: run)
+    monkeypatch.setattr(extract, "read_reading", lambda path: run)
 
 
 def test_a_hand_written_model_is_named_by_its_label(monkeypatch: pytest.MonkeyPatch,

@@ -222,9 +222,10 @@ def test_a_recipe_is_data_nothing_in_it_runs(tmp_path: Path, capsys: pytest.Capt
     path = tmp_path / "evil.yaml"
     path.write_text(f"model_name_or_path: !!python/object/apply:os.system ['touch {marker}']\n"
                     "per_device_train_batch_size: 2\n")
-    line = refused([str(path)], capsys)
-    assert line.startswith("estimate: no model: give --model NAME")
-    assert not marker.exists()
+    data = run_json([str(path)], capsys)
+    assert data["model"]["name"] is None and data["unread"] == {
+        "model": "no model named in the recipe (model_name_or_path, base_model, model_name, model_id, model.path)"}
+    assert data["config"]["batch_size"] == 2 and not marker.exists()
     data = run_json([str(path), "--model", "gpt2", "--seq-len", "8"], capsys)
     assert data["config"]["batch_size"] == 2 and not marker.exists()
 
