@@ -5,9 +5,10 @@ Usage::
     python benchmarks/real_bugs/fetch_files.py [--index INDEX] [--out DIR] [--repos DIR ...]
 
 For every row of ``index.csv`` it writes ``DIR/<id>/before.py`` (the file at the fix commit's
-first parent, ``git show <fix_commit>^:<path>``) and ``DIR/<id>/after.py`` (``git show
-<fix_commit>:<path>``).  It downloads nothing: each repository must already be on this machine,
-either as a bare snapshot ``<root>/<owner>+<name>/repo`` (the layout of ``/work/.mirror``), as
+first parent, ``git show <fix_commit>^:<path>``, or the path it had there when the fixing commit
+renamed it) and ``DIR/<id>/after.py`` (``git show <fix_commit>:<path>``).  It downloads nothing:
+each repository must already be on this machine, either as a bare snapshot
+``<root>/<owner>+<name>/repo`` (the layout of ``/work/.mirror``), as
 ``<root>/<owner>+<name>/repo/.git``, or as an ordinary clone ``<root>/<name>`` or
 ``<root>/<owner>/<name>``.  Several ``--repos`` roots may be given; the first that holds the fix
 commit wins.  Rows whose repository or commit cannot be found are listed and skipped.
@@ -67,12 +68,31 @@ def show(git_dir: Path, spec: str) -> Optional[bytes]:
     return proc.stdout if proc.returncode == 0 else None
 
 
+def renamed_from(git_dir: Path, commit: str, path: str) -> Optional[str]:
+    """The parent-side path of ``path`` when the fixing commit renamed the file, else None."""
+    proc = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "diff", "--name-status", "-M", commit + "^", commit],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0].startswith("R") and fields[2] == path:
+            return fields[1]
+    return None
+
+
 def materialise(row: Dict[str, str], roots: List[Path], out: Path) -> Optional[str]:
     """Writes the row's before/after files; returns None, or why it could not."""
     git_dir = find_git_dir(roots, row["repository"], row["fix_commit"])
     if git_dir is None:
         return "no local repository holds {} {}".format(row["repository"], row["fix_commit"][:12])
     before = show(git_dir, "{}^:{}".format(row["fix_commit"], row["path"]))
+    if before is None:
+        source = renamed_from(git_dir, row["fix_commit"], row["path"])
+        if source is not None:
+            before = show(git_dir, "{}^:{}".format(row["fix_commit"], source))
     after = show(git_dir, "{}:{}".format(row["fix_commit"], row["path"]))
     if before is None or after is None:
         return "{} is missing on one side of {}".format(row["path"], row["fix_commit"][:12])

@@ -5,9 +5,10 @@ does, in evaluation order (a call's receiver and arguments before the call):
 
 * ``EVAL``: ``X.eval()`` or ``X.train(False)``;
 * ``TRAIN``: ``X.train()`` / ``X.train(True)`` / ``X.train(flag)``;
-* ``FORWARD``: ``X(...)`` or ``X.forward(...)``, with whether autograd is off
-  there (``no_grad`` blocks and decorators, including those around the helper
-  call that leads to it);
+* ``FORWARD``: ``X(...)`` or ``X.forward(...)``, or ``loss = helper(X, ...)`` where ``helper``
+  is imported from a module inference cannot read (a loss function that runs the model), with
+  whether autograd is off there (``no_grad`` blocks and decorators, including those around the
+  helper call that leads to it);
 * ``BACKWARD``: any ``.backward()`` call;
 * ``STEP``: ``X.step(...)`` (optimizers, scalers and schedulers alike), with
   the stepped object (``scaler.step(opt)`` steps ``opt``).
@@ -138,6 +139,35 @@ def _classify(call: nodes.Call, frame: Frame, chain: Tuple[nodes.Call, ...], gra
         ref = resolve(target, frame)
         if ref is not None:
             out.append(Event(FORWARD, call, chain, ref, grad_off or grad.grad_disabled(call)))
+    if _opaque_loss_helper(call):
+        # ``loss = dsm_loss(score, x, ...)``: a function of another module that receives the model
+        # and gives a value runs its forward (the model is used there, not only named)
+        off = grad_off or grad.grad_disabled(call)
+        for arg in call.args:
+            if isinstance(arg, (nodes.Name, nodes.Attribute)):
+                ref = resolve(arg, frame)
+                if ref is not None:
+                    out.append(Event(FORWARD, call, chain, ref, off))
+
+
+def _opaque_loss_helper(call: nodes.Call) -> bool:
+    """``call`` calls a function this file imports from a module inference cannot read (the
+    project's loss helpers, a library's) and keeps its result: ``loss = helper(model, batch)``."""
+    parent = call.parent
+    if not (isinstance(parent, (nodes.Assign, nodes.AnnAssign)) and parent.value is call):
+        return False
+    func = call.func
+    if isinstance(func, nodes.Attribute):
+        func = func.expr  # ``losses.dsm(...)``: the imported module
+    if not isinstance(func, nodes.Name):
+        return False
+    try:
+        _, bindings = func.lookup(func.name)
+    except (AstroidError, RecursionError):
+        return False
+    if len(bindings) != 1 or not isinstance(bindings[0], (nodes.Import, nodes.ImportFrom)):
+        return False
+    return infer.safe_infer(call.func) is None
 
 
 def calls_in_order(node: nodes.NodeNG) -> Iterator[nodes.Call]:

@@ -12,9 +12,11 @@ producing expression instead:
   ``x.sigmoid()``, ``torch.log(p)``...);
 * a call of a module instance is then answered from the module: a torch layer
   through the rule's ``layer_kind`` (``nn.Sigmoid`` -> sigmoid, ``nn.Linear``
-  -> logits), an ``nn.Sequential`` built in the file from its last layer, and a
-  ``Module`` subclass defined in the file from what every ``return`` of its
-  ``forward`` produces.
+  -> logits), an ``nn.Sequential`` built in the file from its last layer (the last
+  ``add_module`` when layers are added after construction; the Sequential may come from a
+  helper function of the file or reach a function as an argument), and a ``Module``
+  subclass defined in the file from what every ``return`` of its ``forward`` produces;
+  ``model.forward(x)`` is read as ``model(x)``.
 
 A tuple element (``validity, label = discriminator(imgs)``, ``model(x)[1]``) is
 answered from the same position of every tuple the file-defined ``forward``
@@ -23,7 +25,7 @@ unknown: ``None``, and the rules stay silent.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional, Set
+from typing import Callable, List, NamedTuple, Optional, Set
 
 from astroid import nodes
 
@@ -32,6 +34,10 @@ from .torch_names import MODULE_BASES
 
 #: How deep origins are followed (assignments, forward() returns, Sequential layers).
 MAX_DEPTH = 4
+
+#: How many bindings, call-site arguments and helper returns are followed to find where an
+#: ``nn.Sequential`` was constructed.
+CONSTRUCTION_DEPTH = 6
 
 #: ``nn.Module`` methods that return the module itself: ``nn.Sequential(...).to(device)`` is still
 #: that Sequential.
@@ -94,7 +100,11 @@ class Tracer:
             values = dataflow.assigned_values(expr)
             if not values:
                 unpacked = _unpacked_from_call(expr)
-                return None if unpacked is None else self.element(*unpacked)
+                if unpacked is not None:
+                    return self.element(*unpacked)
+                values = infer.parameter_arguments(expr)  # a parameter: what every call site passes
+                if not values:
+                    return None
             kinds = {self.origin(v) for v in values}
             return kinds.pop() if len(kinds) == 1 else None  # every reaching value must agree
         if isinstance(expr, nodes.Subscript) and isinstance(expr.value, nodes.Call):
@@ -114,17 +124,15 @@ class Tracer:
         return self.module_call(expr)
 
     def module_call(self, call: nodes.Call) -> Optional[Origin]:
-        """Output of ``call`` when it calls a module instance: ``head(x)``, ``self.fc(x)``, ``model(x)``."""
-        klass = infer.instance_class(call.func)
+        """Output of ``call`` when it calls a module instance: ``head(x)``, ``self.fc(x)``, ``model(x)``,
+        ``model.forward(x)``."""
+        module = _called_module(call)
+        klass = infer.instance_class(module)
         if klass is None or not infer.class_is_subclass_of(klass, MODULE_BASES):
             return None
         if klass.qname() == "torch.nn.Sequential":
-            if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
-                return None
-            values = dataflow.assigned_values(call.func)
-            if not values or len(values) != 1:
-                return None
-            return self.sequential_output(_unwrap_self_methods(values[0]))
+            built = _sequential_construction(module, CONSTRUCTION_DEPTH)
+            return None if built is None else self.sequential_output(built)
         return self.class_output(klass, call.root())
 
     def element(self, call: nodes.Call, index: int) -> Optional[Origin]:
@@ -140,10 +148,15 @@ class Tracer:
         return self._forward_output(klass, call.root(), element_of)
 
     def sequential_output(self, built: nodes.NodeNG) -> Optional[Origin]:
-        """Output of ``nn.Sequential(a, b, last)`` built by the call ``built``: that of ``last``."""
-        if not isinstance(built, nodes.Call) or not built.args:
+        """Output of ``nn.Sequential(a, b, last)`` built by the call ``built``: that of ``last``, or of
+        the layer the last ``add_module`` on the name it is bound to appends."""
+        if not isinstance(built, nodes.Call):
             return None
-        last = built.args[-1]
+        last = _last_added_module(built)
+        if last is None:
+            if not built.args:
+                return None
+            last = built.args[-1]
         if not isinstance(last, nodes.Call) or isinstance(last, nodes.Starred):
             return None
         klass = _constructed_class(last)
@@ -191,6 +204,80 @@ class Tracer:
             return step()
         finally:
             self._level -= 1
+
+
+def _called_module(call: nodes.Call) -> nodes.NodeNG:
+    """The module a call runs: ``model`` for ``model(x)`` and for ``model.forward(x)``."""
+    if isinstance(call.func, nodes.Attribute) and call.func.attrname == "forward":
+        return call.func.expr
+    return call.func
+
+
+def _bound_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
+    """What a Name or ``self.attr`` is bound to: its reaching assignments, or for a parameter of a
+    plain function what every call site of the file passes."""
+    values = dataflow.assigned_values(expr)
+    if not values and isinstance(expr, nodes.Name):
+        values = infer.parameter_arguments(expr)
+    return values or None
+
+
+def _sequential_construction(expr: nodes.NodeNG, depth: int) -> Optional[nodes.Call]:
+    """The ``nn.Sequential(...)`` call that built the module ``expr`` refers to: through one reaching
+    assignment or call-site argument, Module methods returning the module itself, and a function
+    of the file whose every ``return`` gives the same construction (``model = build_model()``)."""
+    if depth <= 0:
+        return None
+    if isinstance(expr, (nodes.Name, nodes.Attribute)) and not isinstance(expr, nodes.Call):
+        values = _bound_values(expr)
+        if not values or len(values) != 1:
+            return None
+        return _sequential_construction(values[0], depth - 1)
+    if not isinstance(expr, nodes.Call):
+        return None
+    expr = _unwrap_self_methods(expr)
+    klass = _constructed_class(expr)
+    if klass is not None:
+        return expr if klass.qname() == "torch.nn.Sequential" else None
+    func = infer.function_def(expr.func)
+    if func is None or func.root() is not expr.root() or func.is_method():
+        return None
+    returns = [r.value for r in func.nodes_of_class(nodes.Return, skip_klass=(nodes.FunctionDef, nodes.ClassDef))]
+    if not returns or any(value is None for value in returns):
+        return None
+    built = {_sequential_construction(value, depth - 1) for value in returns}
+    found = built.pop() if len(built) == 1 else None
+    return found
+
+
+def _last_added_module(built: nodes.Call) -> Optional[nodes.Call]:
+    """The layer the last ``add_module(name, Layer(...))`` appends to the Sequential ``built``, where
+    ``built`` is assigned to a name or ``self.attr`` and the layers are added in the same function:
+    ``model = nn.Sequential(); model.add_module("softmax", nn.Softmax())``."""
+    assign = built.parent
+    if not isinstance(assign, nodes.Assign) or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0]
+    if isinstance(target, nodes.AssignName):
+        receiver_text = target.name
+    elif isinstance(target, nodes.AssignAttr) and isinstance(target.expr, nodes.Name) and target.expr.name == "self":
+        receiver_text = "self." + target.attrname
+    else:
+        return None
+    last: Optional[nodes.Call] = None
+    for call in assign.scope().nodes_of_class(nodes.Call, skip_klass=(nodes.FunctionDef, nodes.ClassDef)):
+        if not (isinstance(call.func, nodes.Attribute) and call.func.attrname == "add_module"):
+            continue
+        if call.lineno is None or call.lineno < (assign.lineno or 0):
+            continue
+        if dataflow.binding_text(call.func.expr) != receiver_text or len(call.args) != 2:
+            continue
+        if last is None or (call.lineno, call.col_offset) > (last.lineno, last.col_offset):
+            last = call
+    if last is None:
+        return None
+    layer = last.args[1]
+    return layer if isinstance(layer, nodes.Call) else None
 
 
 def _own_forward(klass: nodes.ClassDef) -> Optional[nodes.FunctionDef]:

@@ -64,10 +64,15 @@ class DoubleSoftmax(Rule):
             return
         if not isinstance(node.func, (nodes.Name, nodes.Attribute, nodes.Call)):
             return
-        loss = infer.callee_qname(node)
-        if loss is None:
-            return
-        cross_entropy = infer.is_instance_of(node.func, frozenset({"torch.nn.CrossEntropyLoss"}))
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname == "forward":
+            # ``criterion.forward(out, y)`` runs the loss like ``criterion(out, y)``
+            loss = "torch.nn.CrossEntropyLoss"
+            cross_entropy = infer.is_instance_of(node.func.expr, frozenset({loss}))
+        else:
+            loss = infer.callee_qname(node)
+            if loss is None:
+                return
+            cross_entropy = infer.is_instance_of(node.func, frozenset({"torch.nn.CrossEntropyLoss"}))
         if loss not in LOG_SOFTMAX_LOSSES and not cross_entropy:
             return
         first = origins.input_argument(node)
