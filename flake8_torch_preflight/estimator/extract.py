@@ -115,7 +115,7 @@ HF_TRAINERS = re.compile(r"^(transformers|trl)\.(\w*Trainer)$")
 
 #: Fields whose absence ``RunReading.unread`` names (the model and the size fields a report
 #: prices; precision and optimizer fall back on marked defaults).
-UNREAD_FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer")
+UNREAD_FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer", "grad_accum_steps")
 
 #: Fields whose unresolved evidence is recorded in ``RunReading.unknown``.
 FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer", "fused_optimizer",
@@ -1187,6 +1187,28 @@ class _Reader:
             if steps is not None:
                 self.set("grad_accum_steps", steps.value, steps.node)
                 return
+            self.cannot_read("grad_accum_steps", f"the accumulation {_shown(test)}", test)
+        for loop in self.module.nodes_of_class(nodes.For):
+            # ``for micro_step in range(N): loss.backward()`` inside a loop that steps: N micro-batches
+            calls = loop.iter
+            if not (isinstance(calls, nodes.Call) and isinstance(calls.func, nodes.Name)
+                    and calls.func.name == "range" and len(calls.args) == 1):
+                continue
+            inner = [infer.method_name(c) for s in loop.body for c in infer.iter_calls(s)]
+            outer = loop.parent
+            while outer is not None and not isinstance(
+                    outer, (nodes.For, nodes.While, nodes.FunctionDef, nodes.Module)):
+                outer = outer.parent
+            if "backward" not in inner or "step" in inner or not isinstance(outer, (nodes.For, nodes.While)):
+                continue
+            if not any(infer.method_name(c) == "step" for s in outer.body for c in infer.iter_calls(s)):
+                continue
+            steps = static_values.int_value(calls.args[0])
+            if steps is not None:
+                self.set("grad_accum_steps", steps.value, steps.node)
+                return
+            self.cannot_read("grad_accum_steps", f"the micro-batch loop over {_shown(calls)}", loop)
+            return
 
     # ------------------------------------------------------------------- sharding
 

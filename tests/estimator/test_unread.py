@@ -172,3 +172,36 @@ def test_lora_on_module_names_the_cost_model_does_not_know_leaves_the_targets_un
         """)
     reading = extract.read_reading(path)
     assert reading.run.lora_targets is None and "lora_rank" in reading.unknown
+
+
+def test_a_micro_batch_loop_is_the_accumulation(tmp_path: Path) -> None:
+    path = write(tmp_path, "train.py", """\
+        import torch
+        model = torch.nn.Linear(4, 4)
+        optimizer = torch.optim.AdamW(model.parameters())
+        for step in range(100):
+            for micro_step in range(8):
+                model(torch.ones(2, 4)).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        """)
+    run = extract.read_reading(path).run
+    assert run.grad_accum_steps == 8 and run.sources["grad_accum_steps"] == "train.py:5"
+
+
+def test_an_accumulation_computed_at_run_time_is_named_not_taken_as_one(tmp_path: Path) -> None:
+    path = write(tmp_path, "train.py", """\
+        import os
+        import torch
+        model = torch.nn.Linear(4, 4)
+        optimizer = torch.optim.AdamW(model.parameters())
+        grad_accum_steps = 524288 // (64 * int(os.environ["WORLD_SIZE"]))
+        for step in range(100):
+            for micro_step in range(grad_accum_steps):
+                model(torch.ones(2, 4)).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        """)
+    reading = extract.read_reading(path)
+    assert "grad_accum_steps" not in reading.run.sources
+    assert reading.unread["grad_accum_steps"] == "the micro-batch loop over range(grad_accum_steps) at train.py:7"
