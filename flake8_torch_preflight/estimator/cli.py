@@ -576,36 +576,18 @@ def _estimate(args: argparse.Namespace) -> int:
     result = estimate(run, gpu)
     solution = solve(result)
     if args.format == "json":
-        payload = to_json(result, solution)
+        payload = to_json(result, solution, unread)
         if origin is not None:
             payload["config"]["sources"]["gpu"] = origin
-        if args.script:
-            payload["unread"] = unread  # what SCRIPT left unread: field -> what held it
         text = json.dumps(payload, indent=2) + "\n"
     else:
-        text = _with_unread(render_text(result, solution), unread)
+        text = render_text(result, solution, unread)
         if origin is not None and gpu is not None:
             body = text.rstrip("\n")
             gap = "\n" if body.rsplit("\n", 1)[-1].startswith("note: ") else "\n\n"
             text = f"{body}{gap}note: GPU {gpu.key} from {origin} (--gpu or --gpu-memory overrides it)\n"
     _write(sys.stdout, text)
     return 1 if result.fits is False else 0
-
-
-def _with_unread(text: str, unread: Dict[str, str]) -> str:
-    """The text report with what SCRIPT left unread: the model line names what held the model,
-    and a ``not read:`` line per other field, with the option that supplies it."""
-    if not unread:
-        return text
-    lines = text.split("\n")
-    if "model" in unread and lines and lines[0].startswith("model:"):
-        lines[0] = f"model: not read: {unread['model']} (give --model NAME or --params N)"
-    extra = [f"not read: {name.replace('_', ' ')}: {what} (give --{name.replace('_', '-')})"
-             for name, what in unread.items() if name != "model"]
-    if extra:
-        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("run:")), 1)
-        lines[at:at] = extra
-    return "\n".join(lines)
 
 
 def _mlp_words(run: RunSpec) -> str:

@@ -3,11 +3,13 @@
 Bytes stay ``int`` everywhere in JSON; GiB appear only in text (two decimals in the report,
 one in the one-line summary). Unknown terms are ``null`` in JSON and ``unknown`` in text; a
 saving that is only a lower bound (a partly known run) is ``saves_at_least: true`` in JSON and
-``≥`` in text.
+``≥`` in text. What a SCRIPT left unread (field -> the expression that held it) is ``unread`` in
+JSON and, in text, the model line (``model: not read: ...``) and one ``not read:`` line per other
+field, each naming the option that supplies it.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .costmodel import TERM_LABELS, TERMS, ZERO, Estimate
 from .run import COMMAND_LINE, DEFAULT, RunSpec
@@ -27,8 +29,21 @@ _VERDICT_TEXT = {
 }
 
 
+#: The option that supplies an unread field, where it is not ``--`` and the field's name.
+_UNREAD_OPTIONS = {
+    "model": "--model NAME or --params N",
+    "grad_accum_steps": "--grad-accum",
+    "lora_rank": "--lora RANK",
+}
+
+
 def gib(value: int, digits: int = 2) -> str:
     return f"{value / GIB:.{digits}f}"
+
+
+def unread_option(name: str) -> str:
+    """The command-line option that gives an unread field: ``--batch-size``, ``--grad-accum``."""
+    return _UNREAD_OPTIONS.get(name, "--" + name.replace("_", "-"))
 
 
 # ========================================================================================= JSON
@@ -82,8 +97,9 @@ def _saving_json(saving: Saving) -> Dict[str, Any]:
     }
 
 
-def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
-    """The contract object (INTERFACE.md), plus extra keys; bytes are ints, unknowns null."""
+def to_json(estimate: Estimate, solution: Solution, unread: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """The contract object (INTERFACE.md), plus extra keys; bytes are ints, unknowns null.
+    ``unread``: what a SCRIPT left unread (field -> what held it), ``{}`` when nothing was."""
     run = estimate.run
     model = run.model
     low, high = estimate.interval_bytes
@@ -154,6 +170,7 @@ def to_json(estimate: Estimate, solution: Solution) -> Dict[str, Any]:
             "lowest": _combination_json(solution.lowest),
         },
         "notes": list(estimate.notes),
+        "unread": dict(unread or {}),
     }
 
 
@@ -211,12 +228,20 @@ def _assumed(run: RunSpec, name: str) -> str:
     return " (assumed)" if run.sources.get(name) == DEFAULT else ""
 
 
-def _model_line(estimate: Estimate) -> str:
+def _model_line(estimate: Estimate, unread: Mapping[str, str]) -> str:
     model = estimate.run.model
-    params = f"{estimate.params:,}" if estimate.params is not None else "?"
-    name = model_name(estimate) or "a model outside the catalogue"
+    name = model_name(estimate)
+    if estimate.params is None:  # no parameter count: say what held it and how to give one
+        if "model" in unread:
+            head = f"not read: {unread['model']}"
+        elif name is not None:
+            head = f"{name}, parameter count not known"
+        else:
+            head = "not given"
+        return f"model: {head} (give {unread_option('model')})"
     kind = f" ({model.kind})" if model is not None else ""
-    line = f"model: {name}{kind}, {params} parameters ({model_source(estimate)})"
+    line = f"model: {name or 'a model outside the catalogue'}{kind}, {estimate.params:,} parameters " \
+           f"({model_source(estimate)})"
     run = estimate.run
     if (run.lora or run.trainable_params is not None) and run.training and estimate.trainable_params is not None:
         line += f", {estimate.trainable_params:,} trainable"
@@ -266,14 +291,24 @@ def _fits_up_to_text(estimate: Estimate) -> str:
     return ", ".join(parts)
 
 
-def render_text(estimate: Estimate, solution: Solution) -> str:
-    """The report a person reads: terms with bars, peak and interval, verdict, savings."""
+def _unread_lines(estimate: Estimate, unread: Mapping[str, str]) -> List[str]:
+    """``not read: batch size: ... (give --batch-size)`` for each unread field the model line
+    does not already name."""
+    shown_in_model_line = estimate.params is None
+    return [f"not read: {name.replace('_', ' ')}: {what} (give {unread_option(name)})"
+            for name, what in unread.items() if not (name == "model" and shown_in_model_line)]
+
+
+def render_text(estimate: Estimate, solution: Solution, unread: Optional[Mapping[str, str]] = None) -> str:
+    """The report a person reads: what was read (and what was not), terms with bars, peak and
+    interval, verdict, savings. ``unread``: what a SCRIPT left unread (field -> what held it)."""
+    unread = unread or {}
     gpu = estimate.gpu
     where = ""
     if gpu is not None:
         where = f"usable on {gpu.key}" + (f" (each of {gpu.count})" if gpu.count > 1 else "")
     width = max(16, len(where)) + 1
-    lines = [_model_line(estimate), _run_line(estimate), ""]
+    lines = [_model_line(estimate, unread), _run_line(estimate)] + _unread_lines(estimate, unread) + [""]
     known = [t.bytes for t in estimate.terms.values() if t.bytes is not None]
     largest = max(known) if known else 0
     idle: List[str] = []

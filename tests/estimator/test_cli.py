@@ -576,3 +576,39 @@ def test_discovery_matches_flake8(tmp_path: Path, layout: Dict[str, str]) -> Non
     assert cli._find_config_file(str(start)) == expected  # the rule used when flake8's moves
     if expected is not None:
         assert expected.startswith(str(tmp_path))  # found inside the layout, not above it
+
+
+# ------------------------------------------------------------------ what a SCRIPT left unread
+
+def test_the_report_renders_a_run_without_a_model_and_owns_unread() -> None:
+    """No parameter count: the model line says what held it (or that none was given) and the
+    option that supplies it, never ``? parameters (None)``; every other unread field is one
+    ``not read:`` line after the run line, naming its option; JSON ``unread`` is the same map."""
+    from flake8_torch_preflight.estimator.report import render_text, to_json
+
+    run = RunSpec(batch_size=8, optimizer="sgd")
+    result = estimate(run, find_gpu("t4"))
+    solution = solve(result)
+    lines = render_text(result, solution).splitlines()
+    assert lines[0] == "model: not given (give --model NAME or --params N)"
+    assert to_json(result, solution)["unread"] == {}
+    unread = {"model": "Net(): parameter count not known at train.py:5",
+              "grad_accum_steps": "the micro-batch loop over range(k) at train.py:9",
+              "seq_len": "not stated in train.py"}
+    lines = render_text(result, solution, unread).splitlines()
+    assert lines[0] == ("model: not read: Net(): parameter count not known at train.py:5 "
+                        "(give --model NAME or --params N)")
+    assert lines[1].startswith("run: training, batch 8")
+    assert lines[2:5] == ["not read: grad accum steps: the micro-batch loop over range(k) at train.py:9 "
+                          "(give --grad-accum)",
+                          "not read: seq len: not stated in train.py (give --seq-len)",
+                          ""]
+    assert to_json(result, solution, unread)["unread"] == unread
+    labelled = estimate(run.replace(model_label="Net"), None)
+    assert render_text(labelled, solve(labelled)).splitlines()[0] == (
+        "model: Net, parameter count not known (give --model NAME or --params N)")
+
+
+def test_json_always_carries_unread(capsys: pytest.CaptureFixture[str]) -> None:
+    _, data = run_json(GPT2_T4, capsys)
+    assert data["unread"] == {}
