@@ -88,9 +88,9 @@ def train_epoch_amp(model, loader, optimizer, criterion, device):
 
 def train_epoch_accumulate(model, loader, optimizer, criterion, device, accum_steps):
     for step, (tokens, labels) in enumerate(loader):
-        loss = criterion(model(tokens.to(device)), labels.to(device))
-        loss.backward()  # summed over accum_steps micro-batches, never divided  # TP004
+        criterion(model(tokens.to(device)), labels.to(device)).backward()  # never divided by accum_steps  # TP004
         if (step + 1) % accum_steps == 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # clips the sum, not the mean
             optimizer.step()
             optimizer.zero_grad()
 

@@ -11,7 +11,11 @@ Two shapes, both read from the loop structure (helpers of the file included):
   ``next()`` or slices by the loop variable, or an iterable named for micro-batches) that never
   steps or clears gradients, while the enclosing loop steps, or the function steps after it.
 
-Both give the backward calls that accumulate and N (None when only the iterable is known).
+An inner loop that rebuilds the whole batch around micro-batch j (gradient caching:
+``torch.cat(cache[:j] + [out] + cache[j + 1:])``) is not accumulation of per-micro-batch losses.
+
+Both give the backward calls that accumulate, N (None when only the iterable is known), the
+optimizer steps that apply the sum and the loop or function that takes them.
 ``rescales_gradients`` recognises the other fix: gradients divided in place before the step
 (``p.grad /= N``), or a call that cannot be read handed the model and a quotient
 (``scale_grads(model, 1 / num_tokens)``, torchtune's normalisation by the token count).
@@ -45,6 +49,9 @@ GRAD_RESCALE_METHODS = frozenset({"div_", "mul_"})
 #: torch functions that rescale a list of gradients in place.
 FOREACH_RESCALES = frozenset({"_foreach_div_", "_foreach_mul_"})
 
+#: torch functions that join tensors along a dimension.
+CONCATENATIONS = frozenset({"cat", "concat", "concatenate", "stack"})
+
 #: How many helper levels of the file are searched for a step, zero_grad or backward.
 HELPER_DEPTH = 2
 
@@ -59,6 +66,8 @@ class Accumulation(NamedTuple):
     backwards: List[nodes.Call]
     divisor: Optional[nodes.NodeNG]  # N, when it is an expression of the file
     text: str  # N as a message shows it: ``accum_steps``, ``len(micro_batches)``
+    steps: Tuple[nodes.Call, ...] = ()  # the optimizer steps that apply the summed gradients
+    scope: Optional[nodes.NodeNG] = None  # the loop or function that takes those steps
 
 
 def gated_accumulation(loop: "Scope") -> Optional[Accumulation]:
@@ -78,6 +87,7 @@ def gated_accumulation(loop: "Scope") -> Optional[Accumulation]:
     if "backward" not in names or "step" not in names:
         return None  # cheap syntactic check first
     steps: List[Tuple[nodes.NodeNG, nodes.NodeNG]] = []
+    step_calls: List[nodes.Call] = []
     backwards: List[Tuple[nodes.Call, List[nodes.Call]]] = []
     for anchor, kind, inner in _anchors(loop):
         if kind == "backward":
@@ -91,11 +101,14 @@ def gated_accumulation(loop: "Scope") -> Optional[Accumulation]:
             return None  # gradients cleared, or a step taken, every iteration
         if kind == "step":
             steps.append(gate)
+            step_calls.extend(_step_calls(anchor))
     if not steps or not backwards or rescales_gradients(loop):
         return None
     gate_node, divisor = steps[0]
     found = [call for anchor, inner in backwards if not _gated_by(anchor, gate_node) for call in inner]
-    return Accumulation(found, divisor, dataflow.binding_text(divisor)) if found else None
+    if not found:
+        return None
+    return Accumulation(found, divisor, dataflow.binding_text(divisor), tuple(step_calls), loop)
 
 
 def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
@@ -108,18 +121,23 @@ def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
         return None
     if any(gradients.stepped_optimizer(c) is not None or gradients.is_zero_grad(c) for c in calls):
         return None  # this loop steps (or clears) itself
-    if not _steps_after(loop):
+    step_calls = _steps_after(loop)
+    if not step_calls:
         return None
     outer = loops.innermost(loop)
     if rescales_gradients(loop) or rescales_gradients(outer if outer is not None else loop.scope()):
         return None
+    if _rebuilds_full_batch(loop):
+        return None  # each micro-step's loss is the whole batch's loss (cached features): the sum is the batch gradient
     found = [
         call
         for anchor, kind, inner in _anchors(loop)
         if kind == "backward" and loops.innermost(anchor) is loop
         for call in inner
     ]
-    return Accumulation(found, micro[0], micro[1]) if found else None
+    if not found:
+        return None
+    return Accumulation(found, micro[0], micro[1], step_calls, outer if outer is not None else loop.scope())
 
 
 def _has_gate(scope: "Scope") -> bool:
@@ -321,20 +339,58 @@ def _fetches_batches(loop: nodes.For) -> bool:
     return False
 
 
-def _steps_after(loop: nodes.For) -> bool:
-    """The optimizer steps once per pass of the enclosing loop, or after ``loop`` in its function."""
+def _steps_after(loop: nodes.For) -> Tuple[nodes.Call, ...]:
+    """The optimizer steps taken once per pass of the enclosing loop, or after ``loop`` in its
+    function (empty when there is none)."""
     outer = loops.innermost(loop)
     if outer is not None:
-        return any(kind == "step" and loops.innermost(a) is outer for a, kind, _ in _anchors(outer))
+        return tuple(
+            call
+            for a, kind, _ in _anchors(outer)
+            if kind == "step" and loops.innermost(a) is outer
+            for call in _step_calls(a)
+        )
     scope = loop.scope()
     body = scope.body if isinstance(scope, (nodes.FunctionDef, nodes.Module)) else []
     end = loop.tolineno or 0
+    found: List[nodes.Call] = []
     for stmt in body:
         if isinstance(stmt, (nodes.FunctionDef, nodes.ClassDef)):
             continue
         for call in loops.calls_in([stmt], HELPER_DEPTH):
             after = (call.lineno or 0) > end and not loops.inside(call, loop)
             if after and gradients.stepped_optimizer(call) is not None:
+                found.append(call)
+    return tuple(found)
+
+
+def _step_calls(anchor: nodes.Call) -> List[nodes.Call]:
+    """The optimizer steps an anchor takes: itself, or the steps inside the helper it calls."""
+    if gradients.stepped_optimizer(anchor) is not None:
+        return [anchor]
+    helper = loops.local_helper(anchor)
+    if helper is None:
+        return []
+    inner = loops.calls_in(helper.body, HELPER_DEPTH - 1)
+    return [c for c in inner if loops.innermost(c) is None and gradients.stepped_optimizer(c) is not None]
+
+
+def _rebuilds_full_batch(loop: nodes.For) -> bool:
+    """Gradient caching: each micro-step concatenates the cached outputs of the other micro-batches
+    around the live one (``torch.cat(cache[:j] + [out] + cache[j + 1:])``), so every micro-step's
+    loss is already the loss of the whole batch and the summed gradients are its gradient."""
+    targets = {t.name for t in loop.target.nodes_of_class(nodes.AssignName)}
+    if not targets:
+        return False
+    for call in loop.nodes_of_class(nodes.Call):
+        if infer.call_name(call) not in CONCATENATIONS or not call.args:
+            continue
+        if (infer.qname(call.func) or "").split(".")[0] != "torch":
+            continue
+        for sub in call.args[0].nodes_of_class(nodes.Subscript):
+            if isinstance(sub.slice, nodes.Slice) and any(
+                n.name in targets for n in sub.slice.nodes_of_class(nodes.Name)
+            ):
                 return True
     return False
 

@@ -68,6 +68,8 @@ class Uses:
         self.other_loops: List[loops.Loop] = []
         #: For each training loop, the in-file calls the value was passed through to reach it.
         self.routes: List[Tuple[nodes.Call, ...]] = []
+        #: The same for each of ``other_loops``.
+        self.other_routes: List[Tuple[nodes.Call, ...]] = []
         self.prepared = False
         #: Handed to a framework's ``fit`` (``trainer.fit(model, loader)``) or to a function imported
         #: from another module together with an optimizer (``train_one_epoch(model, loader, optimizer)``);
@@ -304,6 +306,7 @@ def _classify(loop: "loops.Loop", uses: Uses, via: Tuple[nodes.Call, ...]) -> No
         uses.routes.append(via)
     else:
         uses.other_loops.append(loop)
+        uses.other_routes.append(via)
 
 
 def _constructor(call: nodes.Call) -> Optional[nodes.FunctionDef]:
@@ -518,13 +521,14 @@ class LoaderConsumers:
 
     A loader **feeds the run** when its batches reach a training loop of the file (or a framework
     or imported function that trains from it), or an evaluation loop (one that uses a model the file
-    trains); or when it is never iterated in the file and is built beside a loader that feeds
-    training (the evaluation loader of a pair whose loop lives in another module).  A loader
-    iterated only by loops that train nothing and use no trained model (a sharding test, prompts
-    for an image pipeline) does not.
+    trains) that runs again each epoch; or when it is never iterated in the file and is built
+    beside a loader that feeds training (the evaluation loader of a pair whose loop lives in
+    another module).  A loader iterated only by loops that train nothing and use no trained model
+    (a sharding test, prompts for an image pipeline), or read once before or after training (a
+    final test pass), does not.
     """
 
-    TRAIN, EVALUATE, ITERATED, UNKNOWN = "train", "evaluate", "iterated", "unknown"
+    TRAIN, EVALUATE, EVALUATED_ONCE, ITERATED, UNKNOWN = "train", "evaluate", "evaluated once", "iterated", "unknown"
 
     def __init__(self, module: nodes.Module, loader_classes: "frozenset[str]", names: "frozenset[str]") -> None:
         """``names``: the names a loader class may be called by in the file (a cheap syntactic
@@ -541,7 +545,7 @@ class LoaderConsumers:
         use = self.use(call)
         if use in (self.TRAIN, self.EVALUATE):
             return True
-        if use == self.ITERATED:
+        if use in (self.ITERATED, self.EVALUATED_ONCE):
             return False
         scope = call.scope()
         for other in scope.nodes_of_class(nodes.Call):
@@ -552,20 +556,32 @@ class LoaderConsumers:
         return False
 
     def use(self, call: nodes.Call) -> str:
-        """``TRAIN``, ``EVALUATE``, ``ITERATED`` (only by loops that use no trained model) or
+        """``TRAIN``, ``EVALUATE`` (by a loop that runs each epoch), ``EVALUATED_ONCE`` (read once,
+        before or after training), ``ITERATED`` (only by loops that use no trained model) or
         ``UNKNOWN`` (not iterated anywhere the file shows)."""
         key = id(call)
         if key not in self._uses:
             uses = self.flows(call)
             if uses.training_loops or uses.handed_to_training:
                 self._uses[key] = self.TRAIN
-            elif any(used_models(loop, self.models()) & self.trained_models() for loop in uses.other_loops):
+            elif self._evaluates(uses, repeated=True):
                 self._uses[key] = self.EVALUATE
+            elif self._evaluates(uses, repeated=False):
+                self._uses[key] = self.EVALUATED_ONCE
             elif uses.other_loops or uses.sampled:
                 self._uses[key] = self.ITERATED
             else:
                 self._uses[key] = self.UNKNOWN
         return self._uses[key]
+
+    def _evaluates(self, uses: Uses, repeated: bool) -> bool:
+        """Some loop over the batches uses a model the file trains; with ``repeated``, that loop
+        also runs again each epoch (an epoch loop around it or around the calls it is reached through)."""
+        for loop, route in zip(uses.other_loops, uses.other_routes):
+            if used_models(loop, self.models()) & self.trained_models():
+                if not repeated or epoch_loops(loop, route):
+                    return True
+        return False
 
     def flows(self, call: nodes.Call) -> Uses:
         """Where the batches of the loader ``call`` builds go (``uses_of`` through framework prepares),

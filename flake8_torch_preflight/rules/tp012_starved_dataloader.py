@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from astroid import nodes
+from astroid.exceptions import AstroidError
 
 from ..analysis import dataflow, device, entrypoint, infer, loader_use, loops, training_step
 from ..analysis.torch_names import DATALOADERS
@@ -22,6 +23,30 @@ WRAPPING_DATASETS = frozenset(
 
 #: Datasets that index tensors already in memory: no per-item work for worker processes to take over.
 IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset"})
+
+#: Functions that cut a dataset into Subsets of it.
+SPLITTERS = frozenset({"torch.utils.data.random_split"})
+
+#: Where torchvision's datasets live (resolved through the file's imports: torchvision is not read).
+TORCHVISION_DATASETS = "torchvision.datasets."
+
+#: torchvision datasets that load the whole split into an array in memory; their item is that
+#: array converted to an image and passed through the transform.
+TORCHVISION_IN_MEMORY = frozenset(
+    {"MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "CIFAR10", "CIFAR100", "SVHN", "USPS"}
+)
+
+#: torchvision transforms that only convert an image to a normalised tensor (no resize, crop or augmentation).
+CONVERSION_TRANSFORMS = frozenset(
+    {"ToTensor", "PILToTensor", "Normalize", "ConvertImageDtype", "ToImage", "ToDtype", "ToPureTensor"}
+)
+
+#: Modules whose functions and methods a ``__getitem__`` may call and still only index memory
+#: (methods of a list, dict or str; the ``random`` module or a ``random.Random`` instance).
+CHEAP_MODULES = frozenset({"builtins", "random"})
+
+#: How many bindings, wrappers and helpers are followed to the dataset's class.
+MAX_DATASET_DEPTH = 4
 
 #: Calls a ``__getitem__`` may make and still only index memory (building a tensor or a number from
 #: what ``__init__`` loaded); any other call is taken as per-item work that workers would take over.
@@ -50,26 +75,35 @@ class StarvedDataLoader(Rule):
         "between steps, while the GPU sits idle; with pin_memory=False (the default) a copy made with "
         "non_blocking=True goes through pageable memory and cannot overlap with compute. Neither changes "
         "results, so this is a tuning observation for files that train on CUDA (device strings, .cuda(), "
-        "torch.cuda, nccl). The rule reports a loader with no worker processes over a dataset that does "
-        "per-item work (and, in the same message, no pinned memory), and a loader that only lacks pinned "
-        "memory when the loop training from it copies its batches with non_blocking=True. Worker "
-        "processes are started with spawn on Windows and macOS, which re-imports "
-        "the script: the fix then needs an `if __name__ == \"__main__\":` guard, and the message says so "
-        "when the file has none."
+        "torch.cuda, nccl). The rule reports a loader with no worker processes when the dataset's per-item "
+        "work is seen: a dataset class of the project (this file or a module it imports) whose __getitem__ "
+        "reads or decodes files, runs a transform or a tokenizer, or a torchvision dataset that reads files "
+        "or augments per item (the dataset is followed through assignments, in-file call sites, "
+        "random_split, Subset/ConcatDataset and helpers that return it). It reports it when its batches "
+        "feed a training loop, or an evaluation of the trained model that runs every epoch; the same "
+        "message names a missing pin_memory. A loader that only lacks pinned memory is reported when the "
+        "loop training from it copies its batches with non_blocking=True. Worker processes are started with "
+        "spawn on Windows and macOS, which re-imports the script: the fix then needs an "
+        "`if __name__ == \"__main__\":` guard, and the message says so when the file has none."
     )
     leaves_alone = (
-        "The loader is resolved as torch.utils.data.DataLoader through any alias. Loaders over a "
-        "TensorDataset, a range, a literal list or a tensor (batching indices), or a dataset class of the "
-        "project (this file or a module it imports) whose __getitem__ only indexes what __init__ loaded "
-        "(workers and pinning add nothing), a loader that has workers but no pinned memory when no loop "
-        "training from it copies with non_blocking=True (the copy blocks either way), values passed "
-        "through a **kwargs dict that cannot be read, datasets whose tensors are already "
-        "on the GPU (pinning them raises, and CUDA cannot be used in forked workers), collate functions that "
-        "move batches to the GPU, and files that never use CUDA are not reported; nor is a loader whose "
-        "batches reach no training loop and no evaluation of the trained model in the file (a test that only "
-        "inspects the loader, prompts fed to an image pipeline, a helper module returning it to another "
-        "file), unless it is never iterated here and is built beside a loader that feeds training (the "
-        "evaluation loader of a run)."
+        "The loader is resolved as torch.utils.data.DataLoader through any alias. Not reported: loaders over "
+        "data already in memory (a TensorDataset, a range, a literal list or a tensor; a dataset class of "
+        "the project whose __getitem__ only indexes what __init__ loaded, pre-built graphs or pre-tokenized "
+        "samples included, with helpers of the project that do the same; MNIST, CIFAR, SVHN and the other "
+        "torchvision datasets that hold their split as an array, when the transform only converts it "
+        "(ToTensor, Normalize)); loaders whose dataset's per-item work cannot be seen (a dataset of another "
+        "package such as Hugging Face datasets, a factory of another module, a parameter no call site "
+        "shows), for which only the pinning check applies; a loader that has workers but no pinned memory "
+        "when no loop training from it copies with non_blocking=True (the copy blocks either way); values "
+        "passed through a **kwargs dict that cannot be read; datasets whose tensors are already on the GPU "
+        "(pinning them raises, and CUDA cannot be used in forked workers); collate functions that move "
+        "batches to the GPU; files that never use CUDA; a loader read once before or after training (a "
+        "final test pass, a next(iter(...)) to look at a batch), where there is no training step for "
+        "loading to overlap with; and a loader whose batches reach no training loop and no evaluation of "
+        "the trained model in the file (a test that only inspects the loader, prompts fed to an image "
+        "pipeline, a helper module returning it to another file), unless it is never iterated here and is "
+        "built beside a loader that feeds training (the evaluation loader of a run)."
     )
     example_bad = """
         import torch
@@ -140,10 +174,15 @@ class StarvedDataLoader(Rule):
         settings = _settings(node)
         if settings is None:
             return
-        if _in_memory_tensors(settings.get("dataset")):
-            return  # indexing tensors already in memory: worker processes and pinning add nothing
+        work = _per_item_work(settings.get("dataset"), MAX_DATASET_DEPTH)
+        if work is False:
+            return  # indexing what is already in memory: worker processes and pinning add nothing
         module = node.root()
         problems = _problems(settings)
+        if work is None:
+            # Per-item work that cannot be seen (a dataset of another package, a factory's result):
+            # no claim that the GPU waits on loading; pinning is still judged on the copies.
+            problems = [p for p in problems if "num_workers" not in p]
         if not problems:
             return
         if not device.uses_cuda(module) or not training_step.file_trains(module):
@@ -230,26 +269,186 @@ def _dict_mutated(name: nodes.Name) -> bool:
     return False
 
 
-def _in_memory_tensors(dataset: object) -> bool:
-    """``dataset`` only indexes what is already in memory: a ``TensorDataset`` (or a subclass), a
-    ``range``, a literal list or a tensor, or an
-    instance of a class of the project whose ``__getitem__`` makes no call beyond ``CHEAP_ITEM_CALLS``
-    (no file read, decode, transform or tokenizer per item)."""
-    if not isinstance(dataset, nodes.NodeNG):
-        return False
-    if infer.is_instance_of(dataset, IN_MEMORY_DATASETS):
-        return True
-    if isinstance(dataset, (nodes.List, nodes.Tuple)) or infer.call_name(dataset) == "range":
-        return True  # batching indices or literals: DataLoader(range(num_edges), ...)
-    if device.is_tensor(dataset):
-        return True  # a tensor indexed row by row
+def _per_item_work(dataset: object, depth: int) -> Optional[bool]:
+    """Whether reading one item of ``dataset`` does work that worker processes would take over
+    (open or decode a file, run a transform or a tokenizer), read from what the expression is
+    bound to: True when that work is seen, False when the data is seen to be in memory already
+    (a TensorDataset, a tensor, a list, a class whose item only indexes memory), None when the
+    item's work cannot be seen (a dataset of another package, a factory's result, a parameter with
+    no call site)."""
+    if not isinstance(dataset, nodes.NodeNG) or depth <= 0:
+        return None
+    if isinstance(dataset, (nodes.List, nodes.Tuple, nodes.ListComp)) or infer.call_name(dataset) == "range":
+        return False  # batching indices or literals: DataLoader(range(num_edges), ...)
+    if infer.is_instance_of(dataset, IN_MEMORY_DATASETS) or device.is_tensor(dataset):
+        return False  # a TensorDataset, or a tensor indexed row by row
+    if isinstance(dataset, (nodes.Name, nodes.Attribute)):
+        values = _bound_values(dataset)
+        if values:
+            return _combine([_per_item_work(v, depth - 1) for v in values])
+    if isinstance(dataset, nodes.Call):
+        found = _call_work(dataset, depth)
+        if found is not None:
+            return found
     klass = infer.instance_class(dataset)
-    if klass is None or str(klass.root().name).split(".")[0] == "torch":
-        return False  # a class of the file or of a project module it imports, read from source
-    method = klass.locals.get("__getitem__")
-    if not method or not isinstance(method[0], nodes.FunctionDef):
+    return None if klass is None else _class_work(klass, depth)
+
+
+def _bound_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
+    """What a name or ``self.attr`` is bound to: its assignments, the arguments of a parameter's
+    in-file call sites, or the dataset ``random_split`` cut it from (``train, val = random_split(ds, ...)``)."""
+    values = dataflow.assigned_values(expr)
+    if values:
+        return values
+    if not isinstance(expr, nodes.Name):
+        return None
+    binding = dataflow.single_binding(expr)
+    if binding is not None and isinstance(binding.parent, (nodes.Tuple, nodes.List)):
+        assign = binding.parent.parent
+        if isinstance(assign, nodes.Assign) and isinstance(assign.value, nodes.Call):
+            if infer.callee_qname(assign.value) in SPLITTERS and assign.value.args:
+                return [assign.value.args[0]]
+        return None
+    return infer.parameter_arguments(expr)
+
+
+def _combine(found: List[Optional[bool]]) -> Optional[bool]:
+    """Work seen on any reaching value counts; in memory only when every value is."""
+    if any(f is True for f in found):
+        return True
+    if found and all(f is False for f in found):
         return False
-    return all(infer.call_name(call) in CHEAP_ITEM_CALLS for call in method[0].nodes_of_class(nodes.Call))
+    return None
+
+
+def _call_work(call: nodes.Call, depth: int) -> Optional[bool]:
+    """Per-item work of the dataset a call builds: a torch wrapper of other datasets, a torchvision
+    dataset, a class of the project, or an in-file function's returned dataset."""
+    callee = infer.callee_qname(call)
+    if callee in WRAPPING_DATASETS:
+        inner = [a for a in _plain(call.args) if not (isinstance(a, nodes.Const))]
+        if callee == "torch.utils.data.ConcatDataset" and len(inner) == 1:
+            elements = inner[0].elts if isinstance(inner[0], (nodes.List, nodes.Tuple)) else None
+            if elements is not None:
+                return _combine([_per_item_work(e, depth - 1) for e in elements])
+        return _combine([_per_item_work(a, depth - 1) for a in inner[:1]])
+    dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+    if dotted is not None and dotted.startswith(TORCHVISION_DATASETS):
+        return _torchvision_work(call, dotted)
+    if isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        klass = infer.safe_infer(call.func)
+        if isinstance(klass, nodes.ClassDef):
+            return _class_work(klass, depth)
+        func = infer.function_def(call.func)
+        if func is not None and not _in_torch(func):
+            returned = [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
+            if returned:
+                return _combine([_per_item_work(r, depth - 1) for r in returned])
+    return None
+
+
+def _torchvision_work(call: nodes.Call, dotted: str) -> bool:
+    """A torchvision dataset reads and decodes files per item, except those that hold the whole split
+    as an array in memory (MNIST, CIFAR, SVHN) and whose transform only converts the array to a tensor."""
+    if dotted.rsplit(".", 1)[-1] not in TORCHVISION_IN_MEMORY:
+        return True
+    transform = next((kw.value for kw in call.keywords or () if kw.arg == "transform"), None)
+    if transform is None:
+        return False  # the item is the array converted to an image: nothing else to do
+    return not _converts_only(transform, MAX_DATASET_DEPTH)
+
+
+def _converts_only(transform: nodes.NodeNG, depth: int) -> bool:
+    """The transform only converts (``ToTensor()``, ``Normalize``, a ``Compose`` of those): no resizing,
+    cropping or augmentation per item.  Unknown transforms count as work."""
+    if depth <= 0:
+        return False
+    if isinstance(transform, nodes.Const) and transform.value is None:
+        return True
+    if isinstance(transform, nodes.Name):
+        values = dataflow.assigned_values(transform)
+        return bool(values) and all(_converts_only(v, depth - 1) for v in values)
+    if not isinstance(transform, nodes.Call) or not isinstance(transform.func, (nodes.Name, nodes.Attribute)):
+        return False
+    dotted = infer.dotted_name(transform.func) or ""
+    if not dotted.startswith("torchvision.transforms"):
+        return False
+    name = dotted.rsplit(".", 1)[-1]
+    if name == "Compose":
+        steps = transform.args[0] if transform.args else None
+        if isinstance(steps, nodes.Name):
+            values = dataflow.assigned_values(steps)
+            steps = values[0] if values and len(values) == 1 else None
+        if not isinstance(steps, (nodes.List, nodes.Tuple)):
+            return False
+        return all(_converts_only(step, depth - 1) for step in steps.elts)
+    return name in CONVERSION_TRANSFORMS
+
+
+def _class_work(klass: nodes.ClassDef, depth: int) -> Optional[bool]:
+    """Per-item work of a dataset class of the project (this file or a module it imports), read
+    from its ``__getitem__`` (or ``__iter__``): True when it makes a call beyond ``CHEAP_ITEM_CALLS``,
+    methods of builtin values and helpers of the project that are themselves cheap; False when it
+    only indexes what ``__init__`` loaded; None for a class of another package or without one."""
+    if _in_torch(klass):
+        return None
+    if infer.class_is_subclass_of(klass, IN_MEMORY_DATASETS):
+        return False
+    for name in ("__getitem__", "__iter__"):
+        try:
+            methods = klass.getattr(name)
+        except (AstroidError, RecursionError):
+            continue
+        method = methods[0] if methods else None
+        if isinstance(method, nodes.FunctionDef):
+            if _in_torch(method):
+                return None  # inherited from a torch base: the subclass's item is not shown
+            return not _cheap(method, depth)
+    return None
+
+
+def _cheap(func: nodes.FunctionDef, depth: int) -> bool:
+    """Every call ``func`` makes only builds values from memory (see ``_class_work``)."""
+    for call in func.nodes_of_class(nodes.Call):
+        if infer.call_name(call) in CHEAP_ITEM_CALLS:
+            continue
+        if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+            return False
+        if _builtin_call(call.func):
+            continue  # a method of a list, dict or str, or of random
+        helper = infer.function_def(call.func)
+        if helper is not None and helper is not func and not _in_torch(helper) and depth > 1:
+            if _cheap(helper, depth - 1):
+                continue
+        return False
+    return True
+
+
+def _builtin_call(func: nodes.NodeNG) -> bool:
+    """``func`` is a function or method of ``CHEAP_MODULES``: resolved by inference, through the
+    imports (``random.randint``), or by the value its receiver is bound to (``self.rng.randint``
+    with ``self.rng = random.Random(seed)``, ``self.items.append`` with ``self.items = []``)."""
+    value = infer.safe_infer(func)
+    qname = getattr(value, "qname", None)
+    owner = str(qname()) if callable(qname) else (infer.dotted_name(func) or "")
+    if owner.split(".")[0] in CHEAP_MODULES:
+        return True
+    if not isinstance(func, nodes.Attribute):
+        return False
+    receivers = dataflow.assigned_values(func.expr) or []
+    return bool(receivers) and all(_builtin_value(v) for v in receivers)
+
+
+def _builtin_value(value: nodes.NodeNG) -> bool:
+    if isinstance(value, (nodes.List, nodes.Dict, nodes.Tuple, nodes.Set, nodes.Const, nodes.ListComp, nodes.DictComp)):
+        return True
+    if isinstance(value, nodes.Call) and isinstance(value.func, (nodes.Name, nodes.Attribute)):
+        return (infer.dotted_name(value.func) or "").split(".")[0] in CHEAP_MODULES
+    return False
+
+
+def _in_torch(node: nodes.NodeNG) -> bool:
+    return str(node.root().name).split(".")[0] == "torch"
 
 
 def _copies_non_blocking(uses: "loader_use.Uses") -> bool:
