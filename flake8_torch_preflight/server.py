@@ -24,6 +24,7 @@ only: where ``AF_UNIX`` or ``fcntl`` is missing, the option does nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -123,10 +124,11 @@ def socket_path() -> Optional[str]:
 MAX_SOCKET_PATH = 104
 
 
+@functools.lru_cache(maxsize=None)
 def installation_key() -> str:
     """A name for this installation: the plugin's version, the interpreter, and the size and
     modification time of each file of the package (an edited or upgraded plugin gets a new
-    server)."""
+    server).  Read once per process."""
     digest = hashlib.sha1(repr((__version__, sys.executable, sys.version)).encode("utf-8"))
     root = os.path.dirname(os.path.abspath(__file__))
     for folder, dirs, files in os.walk(root):

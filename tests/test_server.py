@@ -146,4 +146,10 @@ def test_one_server_per_socket_and_it_leaves_when_idle(runtime: Path) -> None:
 def test_an_edited_plugin_gets_another_socket(runtime: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = server.socket_path()
     monkeypatch.setattr(server, "__version__", "0.0.0-other")
-    assert server.socket_path() != before
+    server.installation_key.cache_clear()
+    try:
+        assert server.socket_path() != before
+    finally:
+        monkeypatch.undo()
+        server.installation_key.cache_clear()
+    assert server.socket_path() == before
