@@ -143,13 +143,15 @@ def test_one_server_per_socket_and_it_leaves_when_idle(runtime: Path) -> None:
     assert not os.path.exists(path)
 
 
-def test_an_edited_plugin_gets_another_socket(runtime: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_edited_plugin_gets_another_socket(runtime: Path) -> None:
+    server.installation_key.cache_clear()
     before = server.socket_path()
-    monkeypatch.setattr(server, "__version__", "0.0.0-other")
+    version = server.__version__
+    server.__version__ = "0.0.0-other"
     server.installation_key.cache_clear()
     try:
         assert server.socket_path() != before
     finally:
-        monkeypatch.undo()
+        server.__version__ = version
         server.installation_key.cache_clear()
     assert server.socket_path() == before
