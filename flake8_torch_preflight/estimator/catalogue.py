@@ -73,7 +73,8 @@ CNN shape fields: ``family``, ``image_size``, ``num_classes``,
 element, above 2 because max-pool indices stay int64 and batch norm keeps fp32
 statistics; fp16 is priced as bf16) and, where
 ``count_params`` can use them, family fields: resnet (``block``, ``depths``,
-``widths``, ``groups``, ``width_per_group``, ``stem_width``), vgg (``config``,
+``widths``, ``groups``, ``width_per_group``, ``stem_width``; ``stem_type: "deep"`` with
+``deep_stem_width`` for timm's ResNet-D stem of three 3x3 convolutions), vgg (``config``,
 ``batch_norm``, ``classifier``), convnext (``depths``, ``widths``), densenet
 (``growth_rate``, ``block_config``, ``init_features``, ``bn_size``).
 """
@@ -506,12 +507,17 @@ def _cnn(shape: Mapping[str, Any]) -> Optional[int]:
 
 
 def _resnet(shape: Mapping[str, Any]) -> int:
-    """torchvision ResNet/ResNeXt/Wide ResNet; batch-norm weight and bias, no conv bias."""
+    """torchvision ResNet/ResNeXt/Wide ResNet and timm's ResNet-D (deep stem); batch-norm weight
+    and bias, no conv bias."""
     bottleneck = shape["block"] == "bottleneck"
     expansion = 4 if bottleneck else 1
     groups, base_width = int(shape.get("groups", 1)), int(shape.get("width_per_group", 64))
     inplanes = int(shape.get("stem_width", 64))
-    total = 3 * inplanes * 7 * 7 + 2 * inplanes
+    if shape.get("stem_type") == "deep":  # timm's ResNet-D: 3x3 convs 3 -> w -> w -> inplanes, each with BN
+        inner = int(shape["deep_stem_width"])
+        total = 3 * inner * 9 + 2 * inner + inner * inner * 9 + 2 * inner + inner * inplanes * 9 + 2 * inplanes
+    else:  # torchvision's 7x7 stem convolution and its batch norm
+        total = 3 * inplanes * 7 * 7 + 2 * inplanes
     for stage, (depth, planes) in enumerate(zip(shape["depths"], shape["widths"])):
         for index in range(int(depth)):
             stride = 2 if stage > 0 and index == 0 else 1

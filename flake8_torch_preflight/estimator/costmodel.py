@@ -329,7 +329,8 @@ ADAMW_8BIT_ABSMAX_BYTES = 4
 
 #: PUBLISHED torch.optim sources: parameter-sized state tensors per trainable parameter
 #: (SGD without momentum: none; momentum_buffer; Adam exp_avg + exp_avg_sq; RMSprop
-#: square_avg; Adagrad sum); Lion keeps one momentum (Chen et al. 2023, arXiv:2302.06675).
+#: square_avg; Adagrad sum; Adadelta square_avg + acc_delta, torch/optim/adadelta.py
+#: ``_init_group``: two ``zeros_like(p)``); Lion keeps one momentum (Chen et al. 2023, arXiv:2302.06675).
 #: Adafactor is factored (below), so it has no parameter-sized state.
 OPTIMIZER_STATE_TENSORS_COUNT: Dict[str, int] = {
     "sgd": 0,
@@ -341,6 +342,7 @@ OPTIMIZER_STATE_TENSORS_COUNT: Dict[str, int] = {
     "lion": 1,
     "rmsprop": 1,
     "adagrad": 1,
+    "adadelta": 2,
 }
 #: PUBLISHED Shazeer & Stern 2018 (arXiv:1804.04235) §3: a factored second moment keeps one
 #: row and one column vector per matrix (transformers.Adafactor default beta1=None: no first
@@ -350,7 +352,9 @@ ADAFACTOR_FACTORED_VECTORS_COUNT = 2.0
 #: PUBLISHED torch/optim/{adam,adamw,rmsprop,adagrad}.py ``_multi_tensor_*`` (foreach, the
 #: CUDA default): ``torch._foreach_sqrt`` of the second moment allocates one state-sized copy;
 #: the fused step (``fused=True``) and the per-tensor loop (``foreach=False``) do not.
-OPTIMIZER_STEP_TEMPORARY_COPIES: Dict[str, int] = {"adam": 1, "adamw": 1, "rmsprop": 1, "adagrad": 1}
+#: torch/optim/adadelta.py ``_multi_tensor_adadelta``: ``std = _foreach_add(square_avgs, eps)``
+#: and ``deltas = _foreach_add(acc_deltas, eps)`` are both live until the update: two copies.
+OPTIMIZER_STEP_TEMPORARY_COPIES: Dict[str, int] = {"adam": 1, "adamw": 1, "rmsprop": 1, "adagrad": 1, "adadelta": 2}
 
 #: PUBLISHED Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054) §3.1: mixed-precision training
 #: keeps fp32 master parameters (and fp32 Adam states) next to 16-bit weights; DeepSpeed's

@@ -31,6 +31,7 @@ OPTIMIZERS: Tuple[str, ...] = (
     "lion",
     "rmsprop",
     "adagrad",
+    "adadelta",
 )
 
 #: The sharding modes of the contract. ``ddp`` replicates; ``zero-1`` shards optimizer state,

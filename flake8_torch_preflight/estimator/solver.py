@@ -88,6 +88,9 @@ _TRANSFORMER_KINDS = ("decoder", "encoder", "encoder-decoder", "vision-transform
 
 #: Optimizers whose default (foreach) step allocates state-sized temporaries.
 STEP_TEMPORARY_OPTIMIZERS = tuple(name for name, copies in OPTIMIZER_STEP_TEMPORARY_COPIES.items() if copies)
+#: PUBLISHED torch.optim docs: the optimizers with a ``fused`` argument (Adam, AdamW, Adagrad, SGD);
+#: the others (RMSprop, Adadelta) avoid the foreach temporaries with ``foreach=False``.
+FUSED_STEP_OPTIMIZERS = ("adam", "adamw", "adagrad")
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,9 @@ def candidates(run: RunSpec, gpu: Optional[GpuTarget]) -> List[Candidate]:
         add("gradient checkpointing", "checkpointing", lambda r: r.replace(checkpointing=True))
     stepped = run.optimizer in STEP_TEMPORARY_OPTIMIZERS
     if run.training and stepped and not run.fused_optimizer and not run.offload_optimizer:
-        add("fused optimizer step (fused=True)", "fused-step", lambda r: r.replace(fused_optimizer=True))
+        label = ("fused optimizer step (fused=True)" if run.optimizer in FUSED_STEP_OPTIMIZERS
+                 else "per-tensor optimizer step (foreach=False)")
+        add(label, "fused-step", lambda r: r.replace(fused_optimizer=True))
     if run.training and run.optimizer in ("adam", "adamw") and not run.offload_optimizer:
         add("8-bit AdamW", "optimizer", lambda r: r.replace(optimizer="adamw-8bit"))
     if run.precision in ("fp32", "amp") and (gpu is None or gpu.bf16):

@@ -89,11 +89,25 @@ class Bottleneck(nn.Module):
 
 
 class ResNet(nn.Module):
+    """torchvision's ResNet; ``deep_stem`` (a width) and ``avg_down`` re-state timm's ResNet-D
+    (timm ``resnet.py``, ``resnet50d``: ``stem_type='deep', stem_width=32, avg_down=True``): three
+    3x3 convolutions 3 -> w -> w -> 64 with batch norm and ReLU between them, and shortcut
+    downsampling by a 2x2 average pool (``ceil_mode=True, count_include_pad=False``) before a
+    stride-1 1x1 convolution."""
+
     def __init__(self, block: Any, layers: list[int], num_classes: int = 1000, groups: int = 1,
-                 width_per_group: int = 64) -> None:
+                 width_per_group: int = 64, deep_stem: int = 0, avg_down: bool = False) -> None:
         super().__init__()
         self.inplanes, self.groups, self.base_width = 64, groups, width_per_group
-        self.conv1 = nn.Conv2d(3, 64, kernel_size=7, stride=2, padding=3, bias=False)
+        self.avg_down = avg_down
+        if deep_stem:
+            w = deep_stem
+            self.conv1: nn.Module = nn.Sequential(
+                nn.Conv2d(3, w, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(inplace=True),
+                nn.Conv2d(w, w, 3, stride=1, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(inplace=True),
+                nn.Conv2d(w, 64, 3, stride=1, padding=1, bias=False))
+        else:
+            self.conv1 = nn.Conv2d(3, 64, kernel_size=7, stride=2, padding=3, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
@@ -107,8 +121,14 @@ class ResNet(nn.Module):
     def _make_layer(self, block: Any, planes: int, blocks: int, stride: int = 1) -> nn.Sequential:
         downsample = None
         if stride != 1 or self.inplanes != planes * block.expansion:
-            downsample = nn.Sequential(_conv1x1(self.inplanes, planes * block.expansion, stride),
-                                       nn.BatchNorm2d(planes * block.expansion))
+            if self.avg_down:
+                pool: nn.Module = (nn.AvgPool2d(2, stride, ceil_mode=True, count_include_pad=False)
+                                   if stride != 1 else nn.Identity())
+                downsample = nn.Sequential(pool, _conv1x1(self.inplanes, planes * block.expansion),
+                                           nn.BatchNorm2d(planes * block.expansion))
+            else:
+                downsample = nn.Sequential(_conv1x1(self.inplanes, planes * block.expansion, stride),
+                                           nn.BatchNorm2d(planes * block.expansion))
         layers = [block(self.inplanes, planes, stride, downsample, self.groups, self.base_width)]
         self.inplanes = planes * block.expansion
         layers += [block(self.inplanes, planes, groups=self.groups, base_width=self.base_width)
@@ -183,6 +203,7 @@ MODELS: dict[str, Callable[[], nn.Module]] = {
     "resnet152": lambda: ResNet(Bottleneck, [3, 8, 36, 3]),
     "resnext50-32x4d": lambda: ResNet(Bottleneck, [3, 4, 6, 3], groups=32, width_per_group=4),
     "wide-resnet50-2": lambda: ResNet(Bottleneck, [3, 4, 6, 3], width_per_group=128),
+    "resnet50d": lambda: ResNet(Bottleneck, [3, 4, 6, 3], deep_stem=32, avg_down=True),  # timm
     "vgg16": lambda: VGG(_VGG_CFG["vgg16"], False),
     "vgg16-bn": lambda: VGG(_VGG_CFG["vgg16"], True),
     "vgg19": lambda: VGG(_VGG_CFG["vgg19"], False),

@@ -104,6 +104,12 @@ def _falcon(sh: dict[str, Any]) -> Any:
         new_decoder_architecture=False, ffn_hidden_size=sh["ffn"]))
 
 
+def _bloom(sh: dict[str, Any]) -> Any:
+    return tf.BloomForCausalLM(tf.BloomConfig(
+        hidden_size=sh["hidden"], n_layer=sh["layers"], n_head=sh["heads"], vocab_size=sh["vocab"],
+        tie_word_embeddings=bool(sh["tied_embeddings"])))
+
+
 def _bert(sh: dict[str, Any]) -> Any:
     return tf.BertModel(tf.BertConfig(**_common(sh), max_position_embeddings=sh["max_positions"],
                                       type_vocab_size=sh.get("type_vocab", 2)),
@@ -203,6 +209,7 @@ BUILDERS: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
     ("phi-3", _causal(tf.Phi3Config, tf.Phi3ForCausalLM), "Phi3ForCausalLM"),
     ("mixtral", _mixtral, "MixtralForCausalLM"),
     ("qwen2", _causal(tf.Qwen2Config, tf.Qwen2ForCausalLM), "Qwen2ForCausalLM"),
+    ("qwen1.5", _causal(tf.Qwen2Config, tf.Qwen2ForCausalLM), "Qwen2ForCausalLM"),
     ("qwen3-30b-a3b", _qwen3_moe, "Qwen3MoeForCausalLM"),
     ("qwen3", _causal(tf.Qwen3Config, tf.Qwen3ForCausalLM), "Qwen3ForCausalLM"),
     ("gemma-2-", _causal(tf.Gemma2Config, tf.Gemma2ForCausalLM), "Gemma2ForCausalLM"),
@@ -213,6 +220,7 @@ BUILDERS: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
     ("opt", _opt, "OPTForCausalLM"),
     ("pythia", _pythia, "GPTNeoXForCausalLM"),
     ("falcon", _falcon, "FalconForCausalLM"),
+    ("bloom", _bloom, "BloomForCausalLM"),
     ("bert", _bert, "BertModel"),
     ("roberta", _roberta, "RobertaModel"),
     ("distilbert", _distilbert, "DistilBertModel"),

@@ -53,7 +53,8 @@ TRANSFORMER_FLAGS = ("attention_dropout", "attention_output_dropout", "softmax_f
                      "qkv_views_pinned", "ffn_dropout")
 CNN_FIELDS = {"family", "image_size", "num_classes", "activation_elements_per_sample"}
 CNN_OPTIONAL = {
-    "block", "depths", "widths", "groups", "width_per_group", "stem_width", "config", "batch_norm",
+    "block", "depths", "widths", "groups", "width_per_group", "stem_width", "stem_type", "deep_stem_width", "config",
+    "batch_norm",
     "classifier", "growth_rate", "block_config", "init_features", "bn_size", "activation_bytes_per_element",
 }
 ENUMS = {
@@ -537,3 +538,27 @@ def test_the_t4_context_is_the_one_measured_on_a_t4() -> None:
     t4 = find_gpu("t4")
     assert t4.context_bytes == 135 * MIB
     assert 141_426_688 // MIB == 134
+
+
+@pytest.mark.parametrize("name, key, expected", [
+    # 49152·2048 tied embedding + 24 x (4·2048² attention + 3·2048·8192 SwiGLU + 2·2048 norms) + 2048
+    ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "smollm2-1.7b",
+     49152 * 2048 + 24 * (4 * 2048**2 + 3 * 2048 * 8192 + 2 * 2048) + 2048),
+    # 2 x 151936·4096 (untied) + 32 x (3·(4096² + 4096) q/k/v with bias + 4096² o + 3·4096·11008 + 2·4096) + 4096
+    ("Qwen/Qwen1.5-7B-Chat", "qwen1.5-7b", 2 * 151936 * 4096 + 32 * (3 * (4096**2 + 4096) + 4096**2
+                                                                     + 3 * 4096 * 11008 + 2 * 4096) + 4096),
+    # 250880·4096 tied + embedding LayerNorm + 30 x (fused qkv, dense, h->4h, 4h->h, all with bias, 2 LayerNorms)
+    # + final LayerNorm
+    ("bigscience/bloomz-7b1", "bloomz-7b1", 250880 * 4096 + 2 * 4096 + 30 * (
+        4096 * 3 * 4096 + 3 * 4096 + 4096**2 + 4096 + 2 * 4096 * 16384 + 16384 + 4096 + 2 * 2 * 4096) + 2 * 4096),
+    # ResNet-50 (25,557,032) with the 7x7 stem (3·64·49 + 2·64) replaced by 3-32-32-64 3x3 convs with BN
+    ("timm/resnet50d", "resnet50d", 25_557_032 - (3 * 64 * 49 + 2 * 64)
+     + (3 * 32 * 9 + 2 * 32) + (32 * 32 * 9 + 2 * 32) + (32 * 64 * 9 + 2 * 64)),
+])
+def test_added_entries_count_exactly(name: str, key: str, expected: int) -> None:
+    """Hand-derived from each config.json (timm's model card for ResNet-50d: 25.6M)."""
+    spec = find_model(name)
+    assert spec.key == key
+    assert count_params(spec) == spec.params == expected
+    assert (spec.params, key) in {(1_711_376_384, "smollm2-1.7b"), (7_721_324_544, "qwen1.5-7b"),
+                                  (7_069_016_064, "bloomz-7b1"), (25_576_264, "resnet50d")}

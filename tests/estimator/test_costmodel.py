@@ -65,6 +65,7 @@ STATE_BYTES = {
     "lion": lambda w: w,
     "rmsprop": lambda w: w,
     "adagrad": lambda w: w,
+    "adadelta": lambda w: 2 * w,  # square_avg + acc_delta (torch/optim/adadelta.py)
 }
 
 
@@ -190,6 +191,17 @@ def test_optimizer_step_is_the_foreach_temporary_beyond_backwards_peak() -> None
     assert b["optimizer_step"] > 0
     fused = estimate(RunSpec(model=decoder(), batch_size=1, seq_len=8, optimizer="adamw", fused_optimizer=True))
     assert fused.breakdown["optimizer_step"] == 0
+
+
+def test_adadelta_keeps_two_states_and_two_step_temporaries() -> None:
+    """torch.optim.Adadelta: square_avg and acc_delta (2 x 4 B per fp32 parameter); its foreach
+    step holds ``std`` and ``deltas``, two state-sized copies, at once."""
+    run = RunSpec(model=decoder(), batch_size=1, seq_len=8, precision="fp32", optimizer="adadelta")
+    b = estimate(run).breakdown
+    assert b["optimizer_state"] == 5_000_000 * 2 * 4
+    assert b["optimizer_step"] == max(0, 2 * 5_000_000 * 4 - b["activations"] - b["logits"])
+    assert b["optimizer_step"] > 0
+    assert estimate(run.replace(fused_optimizer=True)).breakdown["optimizer_step"] == 0
 
 
 # ------------------------------------------------------------------------ activations

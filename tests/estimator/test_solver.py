@@ -299,3 +299,14 @@ def test_fits_up_to_is_zero_when_not_even_one_fits_and_null_without_an_answer() 
     assert fits_up_to(estimate(run)) == {"batch_size": None, "seq_len": None}  # no GPU
     unknown = RunSpec(params=1_000_000, batch_size=4, seq_len=128)  # no shape: activations unknown
     assert fits_up_to(estimate(unknown, gpu(80))) == {"batch_size": None, "seq_len": None}
+
+
+def test_the_step_saving_names_the_switch_each_optimizer_has() -> None:
+    """torch.optim: Adam/AdamW/Adagrad take ``fused=True``; Adadelta and RMSprop only ``foreach=False``."""
+    labels = {}
+    for optimizer in ("adamw", "adadelta", "rmsprop"):
+        run = RunSpec(model=llama(), batch_size=1, seq_len=512, precision="bf16", optimizer=optimizer)
+        labels[optimizer] = [c.label for c in candidates(run, None) if c.group == "fused-step"]
+    assert labels == {"adamw": ["fused optimizer step (fused=True)"],
+                      "adadelta": ["per-tensor optimizer step (foreach=False)"],
+                      "rmsprop": ["per-tensor optimizer step (foreach=False)"]}

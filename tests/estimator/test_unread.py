@@ -45,7 +45,7 @@ def test_fine_tune_names_resolve_to_their_architecture(name: str, key: str) -> N
     assert spec is not None and spec.key == key
 
 
-@pytest.mark.parametrize("name", ["Qwen/Qwen1.5-7B-Chat", "my-org/custom-model", "instruct", ""])
+@pytest.mark.parametrize("name", ["Qwen/Qwen1.5-14B-Chat", "my-org/custom-model", "instruct", ""])
 def test_names_outside_the_catalogue_stay_unknown(name: str) -> None:
     assert resolve_model(name) is None
 
