@@ -60,6 +60,21 @@ ARITHMETIC_FUNCTIONS = frozenset(
 GRADIENT_STOPS = frozenset({"detach", "detach_", "item", "tolist", "numpy"})
 
 
+def is_division(node: nodes.NodeNG) -> bool:
+    """A node of a derivation that divides the value: ``a / n``, ``a //= n``, ``a.div(n)``,
+    ``torch.div(a, n)`` (the tensor methods and torch functions that divide their receiver or
+    first argument)."""
+    if isinstance(node, nodes.BinOp):
+        return node.op in ("/", "//")
+    if isinstance(node, nodes.AugAssign):
+        return node.op in ("/=", "//=")
+    if isinstance(node, nodes.Call):
+        if infer.method_name(node) in ("div", "div_", "divide", "true_divide"):
+            return True
+        return infer.callee_qname(node) in ("torch.div", "torch.divide", "torch.true_divide")
+    return False
+
+
 class Derivation:
     """What ``derive`` found: every expression (and augmented assignment) reached, the calls
     whose result it could not follow, and whether nothing was left unknown."""

@@ -22,7 +22,7 @@ from typing import Iterator, Optional, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import dataflow, frameworks, infer
+from . import dataflow, derivation, frameworks, infer, loops
 from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
 
 #: Method names that run a backward pass: ``t.backward()``, ``accelerator.backward(loss)``,
@@ -57,19 +57,57 @@ def is_tensor_backward(call: nodes.Call) -> bool:
 
 
 def accumulating_backward(call: nodes.Call) -> bool:
-    """A backward whose gradients add up in ``.grad`` unscaled: a tensor's, or a framework's that
-    does not divide by the accumulation steps itself (Lightning Fabric's, unlike Accelerate's)."""
+    """A backward whose gradients add up in ``.grad`` unscaled: a tensor's, a framework's that
+    does not divide by the accumulation steps itself (Lightning Fabric's, unlike Accelerate's),
+    or a project's own ``backward(loss)`` method that differentiates its argument undivided
+    (``delegated_backward``)."""
     if is_tensor_backward(call):
         return True
     if infer.method_name(call) != "backward" or not call.args:
         return False
     meaning = frameworks.method_meaning(call)
-    return meaning is not None and meaning.backward and not meaning.divides_accumulation
+    if meaning is not None:
+        return meaning.backward and not meaning.divides_accumulation
+    return delegated_backward(call) is not None
+
+
+#: Helper levels searched inside a project's own ``backward(loss)`` for the tensor backward it runs.
+DELEGATE_DEPTH = 1
+
+
+def delegated_backward(call: nodes.Call) -> Optional[nodes.Call]:
+    """The tensor backward that ``trainer.backward(loss)`` runs on its argument, when ``backward`` is
+    a method or function of the project (this file or a module it reads) whose body differentiates
+    its first parameter, scaled or not, but never divided (``(loss * self.loss_scale).backward()``,
+    ``self.scaler.scale(loss).backward()``): to the caller, the call is the loss's backward."""
+    if infer.method_name(call) != "backward" or not call.args or isinstance(call.args[0], nodes.Starred):
+        return None
+    func = infer.function_def(call.func)
+    if func is None or str(func.root().name).split(".")[0] == "torch":
+        return None
+    params = [a.name for a in func.args.args or []]
+    if func.is_method() and params and isinstance(call.func, nodes.Attribute):
+        params = params[1:]
+    if not params:
+        return None
+    for inner in loops.calls_in(func.body, DELEGATE_DEPTH):
+        if inner is call or not is_tensor_backward(inner):
+            continue
+        receiver = backward_receiver(inner)
+        if is_scale_call(receiver) and receiver.args:
+            receiver = receiver.args[0]
+        trace = derivation.derive(receiver)
+        own = [n for n in trace.nodes if n.scope() is func or loops.inside(n, func)]
+        if any(derivation.is_division(n) for n in own):
+            return None
+        if any(isinstance(n, nodes.Name) and n.name == params[0] for n in own):
+            return inner
+    return None
 
 
 def backward_receiver(call: nodes.Call) -> nodes.NodeNG:
     """The tensor a backward call differentiates: ``x`` of ``x.backward()``, ``loss`` of
-    ``fabric.backward(loss)``."""
+    ``fabric.backward(loss)`` and of ``trainer.backward(loss)``."""
     if call.args and not is_tensor_backward(call):
         return call.args[0]
     return call.func.expr  # type: ignore[union-attr, no-any-return]

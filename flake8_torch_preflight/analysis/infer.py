@@ -304,19 +304,29 @@ def _calls_by_name(module: nodes.Module) -> Dict[str, List[nodes.Call]]:
 def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     """Argument expressions every in-file call site passes for the parameter ``name`` is bound to.
 
-    None when ``name`` is not a parameter of a plain function, when the
-    function has no call site in the file, or when a call site is opaque
-    (``*args``/``**kwargs``) for this parameter.  Defaults count as arguments.
+    A plain function's call sites are the calls of its name; a method's are the calls
+    ``obj.method(...)`` / ``self.method(...)`` of the file that resolve to it (``self`` is not a
+    parameter a call site passes; a call of the same name on a receiver that cannot be resolved,
+    such as a framework object's ``fabric.backward(loss)``, is not counted).  None when ``name`` is
+    not such a parameter, when the function has no call site in the file, or when a call site is
+    opaque (``*args``/``**kwargs``) for this parameter.  Defaults count as arguments.
     """
     binding = dataflow.single_binding(name)
     if binding is None:
         return None
     arguments = binding.parent
     func = arguments.parent if isinstance(arguments, nodes.Arguments) else None
-    if not isinstance(func, nodes.FunctionDef) or func.is_method():
+    if not isinstance(func, nodes.FunctionDef):
         return None
     positional = [a.name for a in (arguments.posonlyargs or []) + (arguments.args or [])]
-    calls = _calls_by_name(func.root()).get(func.name, [])
+    if func.is_method():
+        if func.type == "classmethod" or func.type == "method":
+            if not positional or positional[0] == name.name:
+                return None  # ``self`` / ``cls``: no call site passes it
+            positional = positional[1:]
+        calls = _method_call_sites(func)
+    else:
+        calls = _calls_by_name(func.root()).get(func.name, [])
     if not calls:
         return None
     found: List[nodes.NodeNG] = []
@@ -326,6 +336,33 @@ def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
             return None
         found.append(value)
     return found
+
+
+_METHOD_SITES: "Dict[nodes.FunctionDef, Optional[List[nodes.Call]]]" = memo.per_file()
+
+
+def _method_call_sites(func: nodes.FunctionDef) -> Optional[List[nodes.Call]]:
+    """Calls ``x.<func.name>(...)`` of the file that resolve to the method ``func``."""
+    if func in _METHOD_SITES:
+        return _METHOD_SITES[func]
+    _METHOD_SITES[func] = None  # provisional: inferring a call site may ask for this parameter again
+    found = [call for call in _calls_by_attribute(func.root()).get(func.name, []) if function_def(call.func) is func]
+    _METHOD_SITES[func] = found
+    return found
+
+
+_ATTRIBUTE_CALLS: "Dict[nodes.Module, Dict[str, List[nodes.Call]]]" = memo.per_file()
+
+
+def _calls_by_attribute(module: nodes.Module) -> Dict[str, List[nodes.Call]]:
+    table = _ATTRIBUTE_CALLS.get(module)
+    if table is None:
+        table = {}
+        for call in module.nodes_of_class(nodes.Call):
+            if isinstance(call.func, nodes.Attribute):
+                table.setdefault(call.func.attrname, []).append(call)
+        _ATTRIBUTE_CALLS[module] = table
+    return table
 
 
 def _argument_for(

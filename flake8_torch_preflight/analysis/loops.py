@@ -5,7 +5,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from astroid import nodes
 
-from . import infer, memo
+from . import brain, infer, memo
 
 Loop = Union[nodes.For, nodes.While]
 
@@ -110,15 +110,52 @@ def defined_class_names(module: nodes.Module) -> Set[str]:
 
 
 def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
-    """The function of the checked file that ``call`` invokes, or None (stubs and libraries excluded)."""
+    """The function of the project that ``call`` invokes, or None (stubs and libraries excluded):
+    one defined in the checked file (a function or a method), or a function imported by name from
+    one of the project's own modules (``from engine import train_one_epoch``,
+    ``engine.train_one_epoch(...)`` after ``import engine``), which the analysis expands where it
+    is called like one of the file's.  A finding on a node of another module is not reported with
+    the checked file's: that module reports it when it is checked."""
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return None
-    if infer.call_name(call) not in defined_function_names(call.root()):
-        return None  # no def of that name in the file: it cannot be a local helper
+    root = call.root()
+    name = infer.call_name(call)
+    if name in defined_function_names(root):
+        func = infer.function_def(call.func)
+        if func is None or func.root() is not root:
+            return None
+        return func
+    if not _imported_from_project(call.func):
+        return None  # no def of that name in the file and not a project import: not a helper
     func = infer.function_def(call.func)
-    if func is None or func.root() is not call.root():
+    if func is None or func.is_method() or not brain.project_module(str(func.root().name)):
         return None
     return func
+
+
+_PROJECT_IMPORTS: "Dict[nodes.Module, Set[str]]" = memo.per_file()
+
+
+def _imported_from_project(func: nodes.NodeNG) -> bool:
+    """``func`` is a name the file imports from one of the project's modules (``from engine import
+    train_one_epoch``), or an attribute of a project module it imports (``engine.train_one_epoch``)."""
+    if isinstance(func, nodes.Attribute):
+        func = func.expr
+    if not isinstance(func, nodes.Name):
+        return False
+    root = func.root()
+    names = _PROJECT_IMPORTS.get(root)
+    if names is None:
+        names = _PROJECT_IMPORTS[root] = set()
+        for node in root.nodes_of_class((nodes.ImportFrom, nodes.Import)):
+            if isinstance(node, nodes.ImportFrom):
+                if node.level or brain.project_module(str(node.modname)):
+                    names.update(alias or name for name, alias in node.names if name != "*")
+            else:
+                names.update(
+                    (alias or name).split(".")[0] for name, alias in node.names if brain.project_module(name)
+                )
+    return func.name in names
 
 
 def call_sites(func: nodes.FunctionDef) -> List[nodes.Call]:

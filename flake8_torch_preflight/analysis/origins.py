@@ -15,7 +15,8 @@ producing expression instead:
   -> logits), an ``nn.Sequential`` built in the file from its last layer (the last
   ``add_module`` when layers are added after construction; the Sequential may come from a
   helper function of the file or reach a function as an argument), and a ``Module``
-  subclass defined in the file from what every ``return`` of its ``forward`` produces;
+  subclass defined in the file or in a project module it imports from what every ``return`` of
+  its ``forward`` produces;
   ``model.forward(x)`` is read as ``model(x)``.
 
 A tuple element (``validity, label = discriminator(imgs)``, ``model(x)[1]``) is
@@ -29,7 +30,7 @@ from typing import Callable, List, NamedTuple, Optional, Set
 
 from astroid import nodes
 
-from . import dataflow, infer
+from . import brain, dataflow, infer
 from .torch_names import MODULE_BASES
 
 #: How deep origins are followed (assignments, forward() returns, Sequential layers).
@@ -180,8 +181,11 @@ class Tracer:
         pick: "Callable[[nodes.NodeNG], Optional[nodes.NodeNG]]",
     ) -> Optional[Origin]:
         """What every ``return`` of the ``forward`` of ``klass`` (a module class of ``module``)
-        produces, each returned value narrowed by ``pick`` (None: unknown); named ``X in Model.forward``."""
-        if klass.root() is not module or not infer.class_is_subclass_of(klass, MODULE_BASES):
+        produces, each returned value narrowed by ``pick`` (None: unknown); named ``X in Model.forward``.
+        The class may be defined in another module of the project (``from model import Net``)."""
+        if klass.root() is not module and not brain.project_module(str(klass.root().name)):
+            return None
+        if not infer.class_is_subclass_of(klass, MODULE_BASES):
             return None
         forward = _own_forward(klass)
         if forward is None:

@@ -47,6 +47,11 @@ class Rule:
         self.findings: List[Finding] = []
 
     def report(self, node: "nodes.NodeNG", **fields: Any) -> None:
+        """Record a finding on ``node``; one on a node of another module of the project (reached
+        through a helper it defines) is left to that module, which reports it when it is checked."""
+        module = getattr(self.ctx, "module", None)
+        if module is not None and node.root() is not module:
+            return
         text = fit_message(self.message, fields, self.quoted)
         line = getattr(node, "lineno", None) or 1
         col = getattr(node, "col_offset", None) or 0

@@ -81,7 +81,7 @@ class MissingZeroGrad(Rule):
         for step_call, optimizer in _owned_steps(loop, calls):
             if any(_clears(reset, optimizer) for reset in resets):
                 continue
-            target = _backward_before(backwards, calls, step_call)
+            target = _backward_before(backwards, calls, step_call, loop)
             self.report(target, name=dataflow.binding_text(optimizer))
 
 
@@ -196,8 +196,12 @@ def _unwrap_module(expr: nodes.NodeNG) -> nodes.NodeNG:
     return expr
 
 
-def _backward_before(backwards: List[nodes.Call], calls: List[nodes.Call], step: nodes.Call) -> nodes.Call:
-    """The last backward() before ``step`` in iteration order (else the first backward)."""
+def _backward_before(
+    backwards: List[nodes.Call], calls: List[nodes.Call], step: nodes.Call, loop: "loops.Loop"
+) -> nodes.Call:
+    """The last backward() before ``step`` in iteration order (else the first backward); one the
+    loop itself calls (``self.backward(loss)``, a trainer's own method) before one inside it."""
     position = {id(c): i for i, c in enumerate(calls)}
-    before = [b for b in backwards if position[id(b)] < position[id(step)]]
-    return before[-1] if before else backwards[0]
+    before = [b for b in backwards if position[id(b)] < position[id(step)]] or backwards[:1]
+    own = [b for b in before if loops.inside(b, loop)]
+    return (own or before)[-1]

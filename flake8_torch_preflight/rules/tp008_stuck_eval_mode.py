@@ -46,7 +46,12 @@ HELPER_DEPTH = 3
 @register
 class StuckEvalMode(Rule):
     code, slug = "TP008", "stuck-eval-mode"
-    requires = text_gate(r"(?s)^(?=.*backward)(?=.*\.(?:eval\(\)|train\())")
+    #: The file backwards and switches modes, or imports what may do it from a module of its own
+    #: (``from engine import train_one_epoch, evaluate``): helpers of the project are read.
+    requires = text_gate(
+        r"(?m)\A(?s:(?=.*backward)(?=.*\.(?:eval\(\)|train\()))"
+        r"|^\s*from\s+[\w.]+\s+import\s+(?:\([^)]*|[^\n]*)(?:train|eval|valid|epoch|fit|test)"
+    )
     message = "{what}: {model} then trains in eval mode (no dropout, frozen BatchNorm); call {model}.train() after it"
     quoted = ("what", "model")
     rationale = (
