@@ -45,6 +45,7 @@ from .run import (
     DEFAULT_LORA_RANK,
     IMAGE_KINDS,
     LIMITS,
+    LORA_DTYPES,
     OPTIMIZERS,
     PRECISIONS,
     QUANTIZATIONS,
@@ -207,6 +208,10 @@ def _add_estimate_arguments(est: argparse.ArgumentParser) -> None:
     est.add_argument("--lora-targets", type=_lora_targets, metavar="NAMES",
                      help="comma-separated module names the LoRA adapters wrap (q_proj,v_proj); default every "
                           "linear layer; implies --lora")
+    est.add_argument("--lora-dtype", choices=LORA_DTYPES,
+                     help="the LoRA adapters' dtype: fp32 (PEFT's default: fp32 adapters and fp32 casts of "
+                          "their inputs) or model (the base weights' dtype, no casts: litgpt, PEFT with "
+                          "autocast_adapter_dtype=False)")
     est.add_argument("--task", choices=TASKS,
                      help="the head the model carries: an LM head (causal-lm, seq2seq), an encoder's masked-LM "
                           "head (masked-lm), a classifier (seq-cls, token-cls, image-cls) or none (backbone)")
@@ -379,6 +384,8 @@ def read_and_override(args: argparse.Namespace) -> Tuple[RunSpec, Dict[str, str]
         changes["lora_targets"] = args.lora_targets.names
         if args.lora is None and not run.lora:
             changes["lora"], changes["lora_rank"] = True, DEFAULT_LORA_RANK
+    if args.lora_dtype is not None:
+        changes["lora_dtype"] = args.lora_dtype
     if args.task is not None:
         changes["task"], changes["lm_head"] = args.task, args.task in VOCABULARY_TASKS
     if args.quantization is not None:

@@ -381,7 +381,10 @@ ZERO3_MAX_LIVE_PARAMETERS_COUNT = 1_000_000_000
 #: per-parameter gradients). The fraction of the flat parameters that carries a gradient:
 FSDP_FLAT_GRADIENT_FRACTION = 1.0
 
-#: ASSUMED PEFT (autocast_adapter_dtype=True) keeps LoRA adapter weights in fp32.
+#: PUBLISHED PEFT ``LoraModel`` (``autocast_adapter_dtype=True``, the default): adapter weights
+#: of a 16-bit model are upcast to fp32 (peft ``tuners_utils._cast_adapter_dtype``). Their
+#: gradients and optimizer state follow (``zeros_like``). ``--lora-dtype model`` (litgpt's LoRA;
+#: PEFT with ``autocast_adapter_dtype=False``) keeps them in the weights' dtype instead.
 LORA_ADAPTER_BYTES = 4
 
 #: PUBLISHED Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §3, "4-bit NormalFloat": each weight of
@@ -905,8 +908,15 @@ class _Acts:
 
 def lora_casts_inputs(run: RunSpec) -> bool:
     """Whether PEFT keeps fp32 casts of the adapted linears' inputs (``LORA_INPUT_CAST_COPIES_COUNT``):
-    LoRA training on 16-bit weights, where adapters then add activations rather than only save."""
-    return run.lora and run.training and run.precision in ("fp16", "bf16")
+    LoRA training on 16-bit weights with fp32 adapters (``lora_dtype`` ``fp32``), where adapters then
+    add activations rather than only save. Adapters in the model's dtype read the input as it is."""
+    return run.lora and run.training and run.precision in ("fp16", "bf16") and run.lora_dtype == "fp32"
+
+
+def lora_adapter_bytes(run: RunSpec, weight_bytes: int) -> int:
+    """Bytes per adapter parameter (and per element of its gradient and optimizer state):
+    ``LORA_ADAPTER_BYTES`` (fp32) by default, the weights' own with ``lora_dtype`` ``model``."""
+    return weight_bytes if run.lora_dtype == "model" else LORA_ADAPTER_BYTES
 
 
 def _lora_input_casts_per_token(st: _Stack, kinds: Optional[FrozenSet[str]] = None) -> float:
@@ -1451,7 +1461,8 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
         trainable = run.trainable_params if params is None else min(run.trainable_params, params)
     else:
         trainable = params
-    train_bytes = LORA_ADAPTER_BYTES if run.lora else weight_bytes
+    adapter_bytes = lora_adapter_bytes(run, weight_bytes)
+    train_bytes = adapter_bytes if run.lora else weight_bytes
     state_bytes = FP32_BYTES if master else train_bytes
     if run.trainable_params is not None and run.training and not run.lora:
         notes.append(f"{trainable:,} trainable parameters: gradients and optimizer state for them only; "
@@ -1466,7 +1477,7 @@ def estimate(run: RunSpec, gpu: Optional[GpuTarget] = None) -> Estimate:
             stored, transient = _quantized_weights(run, params, weight_bytes)
         else:
             stored = _exact(params * weight_bytes)
-        extra = (adapters or 0) * LORA_ADAPTER_BYTES
+        extra = (adapters or 0) * adapter_bytes
         values = [None if stored.bytes is None else stored.bytes + extra, stored.low + extra,
                   None if stored.high is None else stored.high + extra]
         note = stored.note

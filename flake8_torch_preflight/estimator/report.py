@@ -132,6 +132,7 @@ def to_json(estimate: Estimate, solution: Solution, unread: Optional[Mapping[str
             "fused_optimizer": run.fused_optimizer,
             "lora": run.lora,
             "lora_rank": run.lora_rank if run.lora else None,
+            "lora_dtype": run.lora_dtype if run.lora else None,
             "lm_head": run.lm_head,
             "eval_loss": run.eval_loss,
             "task": run.task,
@@ -219,7 +220,8 @@ def _run_line(estimate: Estimate) -> str:
         parts.append(run.sharding)
     if run.lora:
         targets = "" if run.lora_targets is None else f" on {', '.join(run.lora_targets)}"
-        parts.append(f"LoRA rank {run.lora_rank}{targets}")
+        dtype = ", adapters in the model's dtype" if run.lora_dtype == "model" else ""
+        parts.append(f"LoRA rank {run.lora_rank}{targets}{dtype}")
     return "run: " + ", ".join(parts)
 
 

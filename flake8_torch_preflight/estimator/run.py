@@ -34,6 +34,13 @@ OPTIMIZERS: Tuple[str, ...] = (
     "adadelta",
 )
 
+#: The dtype LoRA adapters train in (``--lora-dtype``): ``fp32`` as PEFT keeps them by default
+#: (``autocast_adapter_dtype=True``: fp32 adapter weights, and each adapted linear's input cast
+#: to fp32 before ``lora_A``), ``model`` as the base weights' dtype with no casts (litgpt's LoRA,
+#: whose adapters are created with the model under ``precision="bf16-true"``; PEFT with
+#: ``autocast_adapter_dtype=False``).
+LORA_DTYPES: Tuple[str, ...] = ("fp32", "model")
+
 #: The sharding modes of the contract. ``ddp`` replicates; ``zero-1`` shards optimizer state,
 #: ``zero-2`` also gradients, ``zero-3`` and ``fsdp`` (full sharding) also the weights.
 SHARDINGS: Tuple[str, ...] = ("none", "ddp", "fsdp", "zero-1", "zero-2", "zero-3")
@@ -258,6 +265,8 @@ class RunSpec:
     fused_optimizer: bool = False
     lora: bool = False
     lora_rank: int = DEFAULT_LORA_RANK
+    #: the adapters' dtype (``LORA_DTYPES``): ``fp32`` (PEFT's default) or the model's
+    lora_dtype: str = "fp32"
     #: an encoder's vocabulary (masked-LM) head: ``True`` (``*ForMaskedLM``), ``False`` (a base
     #: model or a task head), ``None`` when not known (the command line)
     lm_head: Optional[bool] = None
@@ -358,6 +367,9 @@ class RunSpec:
             raise RunSpecError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {shown_value(self.optimizer)}")
         if self.sharding not in SHARDINGS:
             raise RunSpecError(f"sharding must be one of {', '.join(SHARDINGS)}, got {shown_value(self.sharding)}")
+        if self.lora_dtype not in LORA_DTYPES:
+            raise RunSpecError(f"lora-dtype must be one of {', '.join(LORA_DTYPES)}, "
+                               f"got {shown_value(self.lora_dtype)}")
         self._check_head_and_training()
 
     def _check_head_and_training(self) -> None:

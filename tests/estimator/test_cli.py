@@ -612,3 +612,16 @@ def test_the_report_renders_a_run_without_a_model_and_owns_unread() -> None:
 def test_json_always_carries_unread(capsys: pytest.CaptureFixture[str]) -> None:
     _, data = run_json(GPT2_T4, capsys)
     assert data["unread"] == {}
+
+
+def test_lora_dtype_is_an_option_shown_in_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--model", "llama-2-7b", "--batch-size", "1", "--seq-len", "512", "--precision", "bf16",
+            "--lora", "8", "--lora-targets", "q_proj,v_proj", "--lora-dtype", "model"]
+    _, data = run_json(argv, capsys)
+    assert data["config"]["lora_dtype"] == "model" and data["config"]["sources"]["lora_dtype"] == "command line"
+    _, out, _ = run_cli(argv, capsys)
+    assert "LoRA rank 8 on q_proj, v_proj, adapters in the model's dtype" in out.splitlines()[1]
+    _, data = run_json(argv[:-2], capsys)
+    assert data["config"]["lora_dtype"] == "fp32"
+    status, out, err = run_cli(argv[:-1] + ["bf16"], capsys)
+    assert status == 2 and "--lora-dtype" in err and "invalid choice" in err

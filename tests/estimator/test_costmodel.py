@@ -617,3 +617,21 @@ def test_every_calibration_constant_is_tagged_and_named_with_its_unit() -> None:
     for name, comment in constants.items():
         assert _TAG.search(comment), f"{name} has no #: PUBLISHED/MEASURED/ASSUMED tag"
         assert _UNIT.search(name), f"{name} does not carry its unit"
+
+
+def test_lora_in_the_models_dtype_has_no_fp32_adapters_or_input_casts() -> None:
+    """``lora_dtype="model"`` (litgpt; PEFT with autocast_adapter_dtype=False): adapters, their
+    gradients and AdamW's two states in bf16 (2 B), not fp32 (4 B), and no fp32 input casts: with
+    every linear adapted, each adapter reads the input full training saves anyway, so activations
+    equal full training's."""
+    base = RunSpec(model=decoder(), batch_size=2, seq_len=16, precision="bf16", optimizer="adamw")
+    lora = base.replace(lora=True, lora_rank=8)
+    adapters = cm.lora_params(lora)
+    assert adapters == 147_456
+    peft, model = estimate(lora).breakdown, estimate(lora.replace(lora_dtype="model")).breakdown
+    assert (model["weights"], model["gradients"], model["optimizer_state"]) == (
+        5_000_000 * 2 + adapters * 2, adapters * 2, 2 * adapters * 2)
+    assert (peft["weights"], peft["gradients"], peft["optimizer_state"]) == (
+        5_000_000 * 2 + adapters * 4, adapters * 4, 2 * adapters * 4)
+    assert model["activations"] == estimate(base).breakdown["activations"] < peft["activations"]
+    assert not cm.lora_casts_inputs(lora.replace(lora_dtype="model")) and cm.lora_casts_inputs(lora)
