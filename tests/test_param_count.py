@@ -22,6 +22,40 @@ from flake8_torch_preflight.analysis.build import build_module
 HEADER = "import argparse\nimport copy\nfrom collections import OrderedDict\nimport torch\nimport torch.nn as nn\n"
 
 COUNTED = {
+    # a bias-free head tied to its embedding: one parameter, counted once (10 * 4)
+    "tied_weights": (textwrap.dedent("""
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(10, 4)
+                self.head = nn.Linear(4, 10, bias=False)
+                self.head.weight = self.embed.weight
+        model = LM()
+    """), 40),
+    # nanoGPT's layout: dict(...) of layers into a ModuleDict, the embedding tied from inside it
+    "module_dict_from_dict_call_tied": (textwrap.dedent("""
+        class GPT(nn.Module):
+            def __init__(self, vocab=16, width=8, depth=2):
+                super().__init__()
+                self.transformer = nn.ModuleDict(dict(
+                    wte=nn.Embedding(vocab, width),
+                    h=nn.ModuleList([nn.Linear(width, width) for _ in range(depth)]),
+                    ln_f=nn.LayerNorm(width),
+                ))
+                self.lm_head = nn.Linear(width, vocab, bias=False)
+                self.transformer.wte.weight = self.lm_head.weight
+        model = GPT()
+    """), 16 * 8 + 2 * (8 * 8 + 8) + 2 * 8),
+    # a factory picked from a table by a key known statically
+    "factory_from_a_table": (textwrap.dedent("""
+        def small(classes=2):
+            return nn.Linear(4, classes)
+        def large(classes=2):
+            return nn.Linear(8, classes)
+        TABLE = {"small": small, "large": large}
+        name = "large"
+        model = TABLE[name](classes=3)
+    """), 8 * 3 + 3),
     # ----------------------------------------------------------------------- single layers
     "linear": ("model = nn.Linear(10, 5)", 55),
     "linear_no_bias_keywords": ("model = nn.Linear(in_features=3, out_features=7, bias=False)", 21),
@@ -304,13 +338,21 @@ COUNTED = {
 UNKNOWN = {
     "lazy_layer": "model = nn.LazyLinear(10)",
     "size_from_an_unknown_value": "import os\nmodel = nn.Linear(int(os.environ['D']), 2)",
-    "tied_weights": textwrap.dedent("""
+    "tied_weights_with_a_bias": textwrap.dedent("""
         class LM(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.embed = nn.Embedding(10, 4)
-                self.head = nn.Linear(4, 10, bias=False)
+                self.head = nn.Linear(4, 10)
                 self.head.weight = self.embed.weight
+        model = LM()
+    """),
+    "weight_replaced_inside_a_container": textwrap.dedent("""
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.parts = nn.ModuleDict(dict(head=nn.Linear(4, 10)))
+                self.parts.head.weight = nn.Parameter(torch.zeros(10, 4))
         model = LM()
     """),
     "opaque_factory": "from blocks import make_activation\nmodel = nn.Sequential(make_activation(), nn.Linear(2, 2))",

@@ -213,6 +213,76 @@ def resolve_class(func: nodes.NodeNG) -> Optional[nodes.ClassDef]:
     return None
 
 
+def named_callee(func: nodes.NodeNG) -> Any:
+    """What a callee picked by a name that is a value of the script resolves to: ``NS.__dict__[key]``,
+    ``getattr(NS, key)`` and ``TABLE[key]`` (``TABLE`` a dict literal of the file or of a sibling
+    module) with ``key`` known statically (a constant, an argparse default).
+
+    Returns the dotted name for a third-party namespace (``torchvision.models.resnet18`` for
+    ``models.__dict__[args.arch]``), the ``ClassDef`` / ``FunctionDef`` for one of the project's
+    modules, or None when the key or the namespace cannot be read."""
+    key_node: Optional[nodes.NodeNG] = None
+    space: Optional[nodes.NodeNG] = None
+    table: Optional[nodes.NodeNG] = None
+    if isinstance(func, nodes.Subscript):
+        key_node = func.slice
+        if isinstance(func.value, nodes.Attribute) and func.value.attrname == "__dict__":
+            space = func.value.expr
+        else:
+            table = func.value
+    elif (isinstance(func, nodes.Call) and isinstance(func.func, nodes.Name) and func.func.name == "getattr"
+          and len(func.args) == 2 and not func.keywords):
+        space, key_node = func.args
+    if key_node is None:
+        return None
+    key = static_values.str_value(key_node)
+    if key is None:
+        return None
+    name = str(key.value)
+    if space is not None:
+        dotted = infer.dotted_name(space)
+        module = static_values.project_module(space)
+        if module is not None:
+            return _module_member(module, name)
+        return f"{dotted}.{name}" if dotted else None
+    if isinstance(table, (nodes.Name, nodes.Attribute)):
+        found = static_values.evaluate_node(table)
+        if isinstance(found, nodes.Dict):
+            for key_expr, item in found.items:
+                if isinstance(key_expr, nodes.Const) and key_expr.value == name:
+                    return _member_value(item, 0)
+    return None
+
+
+def _module_member(module: nodes.Module, name: str, depth: int = 0) -> Any:
+    """The class or function ``name`` is bound to at the top of ``module`` (through aliases
+    ``short = long_name``), or None."""
+    bound = module.locals.get(name, [])
+    if len(bound) != 1 or depth > 4:
+        return None
+    node = bound[0]
+    if isinstance(node, (nodes.ClassDef, nodes.FunctionDef)):
+        return node
+    if isinstance(node, nodes.AssignName) and isinstance(node.parent, nodes.Assign):
+        return _member_value(node.parent.value, depth + 1)
+    return None
+
+
+def _member_value(item: nodes.NodeNG, depth: int) -> Any:
+    if isinstance(item, nodes.Name):
+        if depth > 4:
+            return None
+        cls = resolve_class(item)
+        if cls is not None:
+            return cls
+        function = infer.function_def(item)
+        if function is not None:
+            return function
+        root = item.root()
+        return _module_member(root, item.name, depth + 1) if isinstance(root, nodes.Module) else None
+    return None
+
+
 # ------------------------------------------------------------------------------ interpreter
 
 #: Key under which an interpreted function's frame sits in its environment (not an identifier,
@@ -402,11 +472,14 @@ class _Counter:
         callee: Any = env.get(func.name) if isinstance(func, nodes.Name) and func.name in env else None
         if callee is None:
             callee = resolve_class(func)
+        named = named_callee(func) if callee is None and isinstance(func, (nodes.Subscript, nodes.Call)) else None
+        if isinstance(named, nodes.ClassDef):
+            callee = named
         if isinstance(callee, nodes.ClassDef):
             return self._class_call(callee, call, env)
         if callee is not None:
             return OPAQUE if isinstance(callee, (ModuleValue, Opaque)) else UNKNOWN
-        function = infer.function_def(func)
+        function = named if isinstance(named, nodes.FunctionDef) else infer.function_def(func)
         if function is not None:
             root = function.root()
             modname = root.name if isinstance(root, nodes.Module) else ""
@@ -427,9 +500,15 @@ class _Counter:
         qname = cls.qname()
         if qname in ("builtins.list", "builtins.tuple") and len(call.args) == 1 and not call.keywords:
             return self._iterate(self.value(call.args[0], env))
-        if qname == "collections.OrderedDict":
-            pairs = self._iterate(self.value(call.args[0], env)) if call.args else []
-            return dict(self._pair(item) for item in pairs)
+        if qname == "collections.OrderedDict" or (qname == "builtins.dict" and len(call.args) <= 1):
+            # ``dict(wte=nn.Embedding(...), h=nn.ModuleList(...))``, ``OrderedDict([(name, layer)])``
+            pairs = self._pairs(self.value(call.args[0], env)) if call.args else []
+            found = dict(pairs)
+            for keyword in call.keywords or ():
+                if keyword.arg is None:
+                    raise GiveUp("dict(**mapping)")
+                found[keyword.arg] = self.value(keyword.value, env)
+            return found
         if qname == "torch.nn.Parameter":
             return self._parameter(call, env)
         if qname.startswith("torch.") or is_module_class(cls):
@@ -637,6 +716,8 @@ class _Counter:
             self._statement(stmt, env)
 
     def _statement(self, stmt: nodes.NodeNG, env: Dict[str, Any]) -> None:
+        if isinstance(stmt, nodes.Assign) and self._tie(stmt, env):
+            return
         if isinstance(stmt, nodes.Assign):
             value = self.value(stmt.value, env)
             for target in stmt.targets:
@@ -677,6 +758,27 @@ class _Counter:
             self._run_block(stmt.body, env)
         else:
             self._skip(stmt, env, "statement not understood: " + type(stmt).__name__)
+
+    def _tie(self, stmt: nodes.Assign, env: Dict[str, Any]) -> bool:
+        """``a.weight = b.weight`` between two layers whose only parameter is that weight, of the
+        same size (a bias-free output head and its embedding): ``a`` then holds ``b``'s parameter,
+        which ``parameters()`` counts once. False when the statement is not such a tie; any other
+        replaced weight is left to ``_assign`` (which gives up)."""
+        if len(stmt.targets) != 1:
+            return False
+        target, source = stmt.targets[0], stmt.value
+        if not (isinstance(target, nodes.AssignAttr) and isinstance(source, nodes.Attribute)
+                and target.attrname == "weight" and source.attrname == "weight"):
+            return False
+        layers = [self.value(target.expr, env), self.value(source.expr, env)]
+        if not all(isinstance(layer, ModuleValue) and len(layer.own) == 1 and not layer.children
+                   and layer.attributes.get("weight_only") for layer in layers):
+            return False
+        receiver, giver = layers
+        if sum(receiver.own.values()) != sum(giver.own.values()):
+            raise GiveUp("tied weights of different sizes")
+        receiver.own = dict(giver.own)
+        return True
 
     def _delete(self, stmt: nodes.Delete, env: Dict[str, Any]) -> None:
         frame = _frame(env)
@@ -727,7 +829,7 @@ class _Counter:
             frame = _frame(env)
             if _is_self(target.expr) and frame is not None and frame.instance is not None:
                 self._set_self(target.attrname, value, env, frame.instance)
-            elif _is_self_attr(target.expr) and target.attrname in ("weight", "bias"):
+            elif target.attrname in ("weight", "bias"):  # ``self.head.weight = ...``, ``head.weight = ...``
                 raise GiveUp("parameters replaced or tied")
             elif isinstance(value, (ModuleValue, Opaque)):
                 raise GiveUp("module stored on another object")
@@ -1123,7 +1225,8 @@ def _sizes(bound: Mapping[str, Any], name: str, dims: int) -> List[int]:
 def _linear(counter: _Counter, qname: str, b: Mapping[str, Any]) -> ModuleValue:
     # weight (out, in), bias (out)
     i, o = _int(b, "in_features"), _int(b, "out_features")
-    return _leaf(qname, i * o + (o if _bool(b, "bias") else 0), {"in_features": i, "out_features": o})
+    bias = _bool(b, "bias")
+    return _leaf(qname, i * o + (o if bias else 0), {"in_features": i, "out_features": o, "weight_only": not bias})
 
 
 def _bilinear(counter: _Counter, qname: str, b: Mapping[str, Any]) -> ModuleValue:
@@ -1165,7 +1268,7 @@ def _groupnorm(counter: _Counter, qname: str, b: Mapping[str, Any]) -> ModuleVal
 
 def _embedding(counter: _Counter, qname: str, b: Mapping[str, Any]) -> ModuleValue:
     n, d = _int(b, "num_embeddings"), _int(b, "embedding_dim")
-    return _leaf(qname, n * d, {"num_embeddings": n, "embedding_dim": d})
+    return _leaf(qname, n * d, {"num_embeddings": n, "embedding_dim": d, "weight_only": True})
 
 
 def _prelu(counter: _Counter, qname: str, b: Mapping[str, Any]) -> ModuleValue:

@@ -28,6 +28,7 @@ included, and are returned as they are.
 from __future__ import annotations
 
 import operator
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
@@ -212,6 +213,8 @@ def _name(name: nodes.Name, env: Env, depth: int) -> Optional[Resolved]:
         return None
     if not bindings or len(bindings) > dataflow.MAX_BINDINGS:
         return None
+    if len(bindings) > 1:
+        bindings = [b for b in bindings if not _branch_not_taken(b, depth)] or bindings
     found: Optional[Resolved] = None
     for binding in bindings:
         value = _binding_value(binding, name, env, depth)
@@ -221,6 +224,42 @@ def _name(name: nodes.Name, env: Env, depth: int) -> Optional[Resolved]:
             return None
         found = found or value
     return found
+
+
+def live_value(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:
+    """The one expression a name is bound to once the assignments in branches that known tests
+    rule out are left aside (``strategy = FSDPStrategy(...)`` under ``if devices > 1`` with
+    ``devices`` 8); the expression itself when it is not a name; None when several remain."""
+    if not isinstance(expr, nodes.Name):
+        return expr
+    try:
+        _, bindings = expr.lookup(expr.name)
+    except (AstroidError, RecursionError):
+        return None
+    if not bindings or len(bindings) > dataflow.MAX_BINDINGS:
+        return None
+    live = [b for b in bindings if not _branch_not_taken(b, 0)]
+    if len(live) != 1 or not isinstance(live[0], nodes.AssignName):
+        return None
+    if isinstance(live[0].scope(), nodes.Module) and rewritten_later(live[0]):
+        return None
+    return dataflow._value_of_binding(live[0])
+
+
+def _branch_not_taken(binding: nodes.NodeNG, depth: int) -> bool:
+    """The assignment sits in an ``if`` branch that the known test of an enclosing ``if`` (in the
+    same scope) rules out: ``if tpu: devices = "auto"`` with ``tpu`` False."""
+    scope = binding.scope()
+    child, parent = binding, binding.parent
+    while parent is not None and parent is not scope:
+        if isinstance(parent, nodes.If) and child is not parent.test:
+            test = evaluate(parent.test, {}, depth + 1)
+            if test is not None:
+                in_body = any(child is statement for statement in parent.body)
+                if bool(test.value) != in_body:
+                    return True
+        child, parent = parent, parent.parent
+    return False
 
 
 def _from_env(bound: Any, node: nodes.NodeNG) -> Optional[Resolved]:
@@ -268,11 +307,16 @@ def parameter_arguments(use: nodes.Name) -> Optional[List[nodes.NodeNG]]:
         _, bindings = use.lookup(use.name)
     except (AstroidError, RecursionError):
         return None
-    if len(bindings) != 1 or not isinstance(bindings[0].parent, nodes.Arguments):
+    parameters = [b for b in bindings if isinstance(b.parent, nodes.Arguments)]
+    if len(parameters) != 1:
         return None
-    arguments = bindings[0].parent
+    arguments = parameters[0].parent
     function = arguments.parent
-    if not isinstance(function, nodes.FunctionDef) or function.name != "__init__":
+    if isinstance(function, nodes.FunctionDef) and function.name != "__init__":
+        return _cli_default(use, function, arguments)
+    if len(bindings) != 1:
+        return None
+    if not isinstance(function, nodes.FunctionDef):
         return None
     cls = function.parent
     if not isinstance(cls, nodes.ClassDef):
@@ -294,6 +338,34 @@ def parameter_arguments(use: nodes.Name) -> Optional[List[nodes.NodeNG]]:
                 return None
         result.append(value)
     return result
+
+
+#: Command-line builders that call a function with its parameters filled from the command line
+#: (``CLI(setup)``, ``fire.Fire(main)``): with no flag given, every parameter keeps its default.
+CLI_ENTRIES = frozenset({"jsonargparse.CLI", "jsonargparse.auto_cli", "fire.Fire", "litgpt.utils.CLI",
+                         "lit_gpt.utils.CLI"})
+
+
+def _cli_default(use: nodes.Name, function: nodes.FunctionDef, arguments: nodes.Arguments
+                 ) -> Optional[List[nodes.NodeNG]]:
+    """The default of a parameter of a module-level function that the file hands to a command-line
+    builder (``CLI_ENTRIES``) and never calls itself: the value the run has when no flag is given,
+    as an ``argparse`` default is. None otherwise."""
+    if not isinstance(function.parent, nodes.Module) or function.is_method():
+        return None
+    handed = False
+    for call in function.root().nodes_of_class(nodes.Call):
+        if isinstance(call.func, nodes.Name) and call.func.name == function.name:
+            return None  # called in the file: its call sites decide
+        if any(isinstance(a, nodes.Name) and a.name == function.name for a in call.args) and (
+                infer.dotted_name(call.func) in CLI_ENTRIES):
+            handed = True
+    if not handed:
+        return None
+    try:
+        return [arguments.default_value(use.name)]
+    except Exception:  # astroid's NoDefault: a required parameter
+        return None
 
 
 _GLOBAL_REWRITES: "Dict[nodes.Module, List[int]]" = memo.per_file()
@@ -318,11 +390,44 @@ def rewritten_later(binding: nodes.NodeNG) -> bool:
 def _rewrites_globals(call: nodes.Call) -> bool:
     func = call.func
     if isinstance(func, nodes.Name) and func.name in ("exec", "execfile"):
-        return True
+        return not _command_line_configurator(call)
     if isinstance(func, nodes.Attribute) and func.attrname in ("update", "__setitem__", "setdefault"):
         receiver = func.expr
         return isinstance(receiver, nodes.Call) and infer.call_name(receiver) in ("globals", "vars")
     return False
+
+
+#: Largest configurator file read to tell what it does.
+MAX_CONFIGURATOR_BYTES = 64 * 1024
+
+
+def _command_line_configurator(call: nodes.Call) -> bool:
+    """``exec(open('configurator.py').read())`` where that file, next to the script, overrides the
+    globals only from the command line (it reads ``sys.argv``): like ``argparse``, the globals
+    written before it are the run's values when no flag is given. The file is read as text,
+    never run."""
+    if len(call.args) != 1 or call.keywords:
+        return False
+    read = call.args[0]
+    if not (isinstance(read, nodes.Call) and infer.method_name(read) == "read" and not read.args
+            and isinstance(read.func, nodes.Attribute) and isinstance(read.func.expr, nodes.Call)):
+        return False
+    opened = read.func.expr
+    if not (isinstance(opened.func, nodes.Name) and opened.func.name == "open" and opened.args
+            and isinstance(opened.args[0], nodes.Const) and isinstance(opened.args[0].value, str)):
+        return False
+    context = getattr(call.root(), "file", None)
+    if not context:
+        return False
+    path = os.path.join(os.path.dirname(os.path.abspath(str(context))), opened.args[0].value)
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > MAX_CONFIGURATOR_BYTES:
+            return False
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "sys.argv" in text
 
 
 def _parameter(use: nodes.Name, depth: int) -> Optional[Resolved]:
@@ -387,6 +492,78 @@ def sibling_module(binding: nodes.ImportFrom) -> Optional[nodes.Module]:
     except (AstroidError, RecursionError, ValueError, ImportError, OSError):
         return None
     return module if isinstance(module, nodes.Module) and module is not root else None
+
+
+def project_module(expr: nodes.NodeNG) -> Optional[nodes.Module]:
+    """The project module a name stands for (``import models_mae``; ``from pkg import models``),
+    read next to the checked file under the same guard as ``sibling_module``; None otherwise."""
+    if not isinstance(expr, nodes.Name):
+        return None
+    try:
+        _, bindings = expr.lookup(expr.name)
+    except (AstroidError, RecursionError):
+        return None
+    if len(bindings) != 1:
+        return None
+    binding = bindings[0]
+    root = binding.root()
+    context = getattr(root, "file", None)
+    if not context:
+        return None
+    names: List[str] = []
+    if isinstance(binding, nodes.Import):
+        names = [name for name, alias in binding.names if (alias or name) == expr.name and "." not in name]
+    elif isinstance(binding, nodes.ImportFrom) and binding.modname is not None:
+        for name, alias in binding.names:
+            if (alias or name) == expr.name:
+                base = binding.modname
+                if binding.level:
+                    try:
+                        base = root.relative_to_absolute_name(base, binding.level)
+                    except (AstroidError, ValueError):
+                        return None
+                names = [f"{base}.{name}" if base else name]
+    if len(names) != 1:
+        return None
+    try:
+        module = AstroidManager().ast_from_module_name(names[0], context_file=context)
+    except (AstroidError, RecursionError, ValueError, ImportError, OSError):
+        return None
+    if not isinstance(module, nodes.Module) or module is root:
+        return None
+    path = getattr(module, "file", None) or ""
+    here = os.path.dirname(os.path.abspath(str(context)))
+    if not path or not os.path.abspath(path).startswith(here + os.sep):
+        return None  # an installed package, not the project
+    return module
+
+
+def evaluate_node(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:
+    """The expression a name is bound to once (in the file, or in the sibling module it is
+    imported from): ``DiT_models`` -> the dict literal of ``models.py``; None otherwise."""
+    if not isinstance(expr, nodes.Name):
+        return None
+    try:
+        _, bindings = expr.lookup(expr.name)
+    except (AstroidError, RecursionError):
+        return None
+    if len(bindings) != 1:
+        return None
+    binding = bindings[0]
+    if isinstance(binding, nodes.AssignName):
+        if isinstance(binding.scope(), nodes.Module) and rewritten_later(binding):
+            return None
+        return dataflow._value_of_binding(binding)
+    if isinstance(binding, nodes.ImportFrom):
+        module = sibling_module(binding)
+        if module is None:
+            return None
+        for name, alias in binding.names:
+            if (alias or name) == expr.name:
+                assigned = module.locals.get(name, [])
+                if len(assigned) == 1 and isinstance(assigned[0], nodes.AssignName):
+                    return dataflow._value_of_binding(assigned[0])
+    return None
 
 
 # ------------------------------------------------------------------------------- attributes

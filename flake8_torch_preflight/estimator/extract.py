@@ -17,7 +17,9 @@ dataclass defaults, f-strings, arithmetic). What the reader understands:
   model=...)``, ``torchvision.models.<name>()`` / ``get_model("name")``,
   ``timm.create_model("name")`` (catalogue names; ``num_classes=`` re-counts image heads),
   an ``nn.Module`` subclass of the file or of a sibling module (parameters counted by
-  ``analysis.param_count``), an inline ``nn.Sequential``. With several models, the one an
+  ``analysis.param_count``), an inline ``nn.Sequential``; a model picked by a known key
+  (``models.__dict__[args.arch]()``, ``getattr(models, name)()``, ``MODELS[args.model](...)``
+  over the project's own modules: ``param_count.named_callee``). With several models, the one an
   optimizer or a Trainer receives wins; among those, the largest.
 * **batch size**: ``DataLoader(batch_size=...)`` (the loader a backward loop iterates, through
   helper-function parameters), ``TrainingArguments(per_device_train_batch_size=...)``,
@@ -28,16 +30,20 @@ dataclass defaults, f-strings, arithmetic). What the reader understands:
 * **precision**: ``torch.autocast``/``GradScaler`` (amp), ``.half()``/``.bfloat16()``/
   ``.to(torch.bfloat16)`` on the model and ``from_pretrained(torch_dtype=...)`` (half weights),
   ``TrainingArguments(fp16/bf16)``, ``Accelerator(mixed_precision=...)``, Lightning
-  ``Trainer(precision=...)``, DeepSpeed ``fp16``/``bf16``;
+  ``Trainer(precision=...)`` and ``Fabric(precision=...)``, DeepSpeed ``fp16``/``bf16``;
 * **optimizer**: ``torch.optim.*``, bitsandbytes 8-bit and paged optimizers, Lion,
   transformers' Adafactor, ``TrainingArguments(optim=...)``; ``fused=True``/``foreach=False``;
 * **gradient checkpointing** (``gradient_checkpointing_enable()``, the TrainingArguments flag,
   ``torch.utils.checkpoint``), **attention** (``attn_implementation``,
   ``scaled_dot_product_attention``), **accumulation** (TrainingArguments, Accelerator,
-  DeepSpeed, ``if (step + 1) % N == 0: optimizer.step()``), **sharding** (DDP, FSDP and its
+  DeepSpeed, ``if (step + 1) % N == 0: optimizer.step()``, also through a flag bound to that
+  test: ``if not is_accumulating: optimizer.step()``), **sharding** (DDP, FSDP and its
   ``sharding_strategy``/``fully_shard``, DeepSpeed ZeRO stage and optimizer offload from a
-  dict literal or the JSON file the script names, Lightning strategies,
-  ``TrainingArguments(fsdp=..., deepspeed=...)``), **LoRA** (peft ``LoraConfig(r=...)``),
+  dict literal or the JSON file the script names,
+  Lightning ``Trainer`` / ``Fabric`` strategies by name or object such as ``FSDPStrategy(...)``
+  with ``devices`` x ``num_nodes`` as the world size, ``TrainingArguments(fsdp=..., deepspeed=...)``;
+  an ``Accelerator()`` without a plugin names its sharding as not read), **LoRA** (peft
+  ``LoraConfig(r=...)``),
   **inference / generation** (``.generate(max_new_tokens=...)``, ``use_cache=True``, text
   pipelines, and no ``backward()``/``trainer.train()``/``trainer.fit()`` at all).
 
@@ -69,6 +75,7 @@ from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS,
 from .catalogue import ModelSpec, count_params
 from .files import read_bytes
 from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS, resolve_model
+from .recipe import LIGHTNING_PRECISION
 from .run import DEFAULT_LORA_RANK, VOCABULARY_TASKS, RunSpec, RunSpecError, parse_lora_targets, task_of_class
 
 #: Last part of a class whose ``from_pretrained`` builds a model.
@@ -84,11 +91,6 @@ NOT_MODELS = re.compile(r"(Tokenizer|Config|Processor|FeatureExtractor|ImageProc
 GENERATION_TASKS = frozenset({"text-generation", "text2text-generation", "summarization", "translation",
                               "conversational", "image-to-text", "automatic-speech-recognition"})
 
-
-#: Lightning ``Trainer(precision=...)``.
-LIGHTNING_PRECISION = {"16-mixed": "amp", "bf16-mixed": "amp", "16": "amp", "bf16": "amp", "16-true": "fp16",
-                       "bf16-true": "bf16", "32": "fp32", "32-true": "fp32", "64": None, "64-true": None}
-
 #: Lightning ``Trainer(strategy=...)``.
 LIGHTNING_STRATEGY = {"ddp": "ddp", "ddp_spawn": "ddp", "ddp_find_unused_parameters_true": "ddp", "fsdp": "fsdp",
                       "deepspeed_stage_1": "zero-1", "deepspeed_stage_2": "zero-2",
@@ -97,6 +99,10 @@ LIGHTNING_STRATEGY = {"ddp": "ddp", "ddp_spawn": "ddp", "ddp_find_unused_paramet
 
 #: FSDP ``ShardingStrategy`` members (hybrid strategies shard within a node only: unknown).
 FSDP_STRATEGIES = {"FULL_SHARD": "fsdp", "SHARD_GRAD_OP": "zero-2", "NO_SHARD": "ddp"}
+
+#: timm's model factory, as the package and its submodules export it.
+TIMM_FACTORIES = frozenset({"timm.create_model", "timm.models.create_model", "timm.models.factory.create_model",
+                            "timm.models._factory.create_model"})
 
 #: torchvision transforms that fix the image size, crops first.
 CROPS = frozenset({"RandomResizedCrop", "CenterCrop", "RandomCrop"})
@@ -115,7 +121,8 @@ HF_TRAINERS = re.compile(r"^(transformers|trl)\.(\w*Trainer)$")
 
 #: Fields whose absence ``RunReading.unread`` names (the model and the size fields a report
 #: prices; precision and optimizer fall back on marked defaults).
-UNREAD_FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer", "grad_accum_steps")
+UNREAD_FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer", "grad_accum_steps",
+                 "sharding", "trainable")
 
 #: Fields whose unresolved evidence is recorded in ``RunReading.unknown``.
 FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer", "fused_optimizer",
@@ -455,6 +462,13 @@ class _Reader:
         if found is not None:
             return found
         cls = param_count.resolve_class(func)
+        if cls is None and isinstance(func, (nodes.Subscript, nodes.Call)):
+            named = param_count.named_callee(func)  # ``MODELS[args.model](...)``, ``models_mae.__dict__[...]``
+            if isinstance(named, nodes.ClassDef) and param_count.is_module_class(named):
+                cls = named
+            elif isinstance(named, nodes.FunctionDef):
+                return _Candidate(call, named.name,
+                                  params=param_count.count_params(call, external=self._external_params))
         if cls is None:
             factory = model_flow.model_factory(call)
             if factory is None:
@@ -482,6 +496,9 @@ class _Reader:
             self._pretrained_options(call, candidate)
             return candidate
         dotted = infer.dotted_name(func) if isinstance(func, (nodes.Name, nodes.Attribute)) else None
+        if dotted is None and isinstance(func, (nodes.Subscript, nodes.Call)):
+            named = param_count.named_callee(func)  # ``models.__dict__[args.arch]``
+            dotted = named if isinstance(named, str) else None
         if dotted is not None:
             if dotted in ("transformers.pipeline", "transformers.pipelines.pipeline"):
                 return self._pipeline(call)
@@ -494,7 +511,7 @@ class _Reader:
                 else:
                     return None
                 return self._image_model(call, name)
-            if dotted == "timm.create_model":
+            if dotted in TIMM_FACTORIES:
                 return self._image_model(call, static_values.str_value(static_values.keyword(call, "model_name", 0)))
         return None
 
@@ -936,7 +953,7 @@ class _Reader:
                     return "unknown"  # `accelerate launch` and its config decide
                 found = _Found("fp32" if value.value == "no" else "amp", arg)
             elif dotted and (dotted.endswith("lightning.Trainer") or dotted.endswith("pytorch.Trainer")
-                             or dotted == "lightning.pytorch.trainer.Trainer"):
+                             or dotted == "lightning.pytorch.trainer.Trainer" or _is_fabric(dotted)):
                 arg = static_values.keyword(call, "precision")
                 if arg is None:
                     found = found or _Found("fp32", call)
@@ -1178,7 +1195,7 @@ class _Reader:
             if arg is not None and self.set_resolved("grad_accum_steps", static_values.int_value(arg)):
                 return
         for branch in self.module.nodes_of_class(nodes.If):
-            test = branch.test
+            test = _periodic_test(branch.test)
             if not (isinstance(test, nodes.Compare) and isinstance(test.left, nodes.BinOp) and test.left.op == "%"):
                 continue
             if not any(infer.method_name(c) == "step" for s in branch.body for c in infer.iter_calls(s)):
@@ -1231,21 +1248,13 @@ class _Reader:
                 self._deepspeed(config, call)
             elif dotted and dotted.endswith("DeepSpeedPlugin"):
                 self._deepspeed_plugin(call)
-            elif dotted and (dotted.endswith("lightning.Trainer") or dotted.endswith("pytorch.Trainer")):
-                strategy = static_values.keyword(call, "strategy")
-                if strategy is not None:
-                    value = static_values.str_value(strategy)
-                    kind = LIGHTNING_STRATEGY.get(str(value.value)) if value is not None else None
-                    if kind is None:
-                        self.unknown.add("sharding")
-                    else:
-                        self.set("sharding", kind, strategy)
-                        if kind in ("fsdp", "zero-1", "zero-2", "zero-3"):
-                            self.unknown.add("world_size")
+            elif dotted and (dotted.endswith(("lightning.Trainer", "pytorch.Trainer")) or _is_fabric(dotted)):
+                self._lightning_strategy(call)
             elif dotted in ("accelerate.Accelerator", "accelerate.accelerator.Accelerator"):
                 if static_values.keyword(call, "deepspeed_plugin") is None and static_values.keyword(
                         call, "fsdp_plugin") is None:
-                    self.unknown.add("sharding")  # `accelerate launch --config_file` may shard
+                    self.cannot_read("sharding", f"{_shown(call)} leaves sharding to `accelerate launch` and its "
+                                                 "config", call)
         if self.hf_args is not None:
             ds = static_values.keyword(self.hf_args, "deepspeed")
             if ds is not None:
@@ -1267,6 +1276,82 @@ class _Reader:
                 self.unknown.add("sharding")
         elif self.hf_args_opaque:
             self.unknown.add("sharding")
+
+    def _lightning_strategy(self, call: nodes.Call) -> None:
+        """``Trainer`` / ``Fabric(strategy=..., devices=..., num_nodes=...)``: a strategy name, or a
+        strategy object (``FSDPStrategy(...)``, ``DDPStrategy()``, ``DeepSpeedStrategy(stage=N)``)
+        written in place or bound to a name (assignments in branches that known tests rule out
+        left aside); the devices times the nodes are the world size."""
+        strategy = static_values.keyword(call, "strategy")
+        kind: Optional[str] = "none"
+        where: nodes.NodeNG = call
+        if strategy is not None:
+            built = static_values.live_value(strategy)
+            value = static_values.str_value(strategy)
+            if value is not None:
+                kind, where = LIGHTNING_STRATEGY.get(str(value.value)), value.node
+            elif isinstance(built, nodes.Call):
+                kind, where = self._strategy_object(built), built
+            else:
+                kind = None
+            if kind is None:
+                self.cannot_read("sharding", f"the strategy {_shown(strategy)}", strategy)
+                return
+            self.set("sharding", kind, where)
+        count = self._devices(call)
+        if count is not None:
+            self.set("world_size", count.value, count.node)
+        elif kind in ("fsdp", "zero-1", "zero-2", "zero-3") or strategy is None:
+            self.unknown.add("world_size")
+
+    def _strategy_object(self, built: nodes.Call) -> Optional[str]:
+        name = (model_flow.callee_name(built) or "").rsplit(".", 1)[-1]
+        if name == "FSDPStrategy":
+            offload = static_values.keyword(built, "cpu_offload")
+            value = static_values.evaluate(offload) if offload is not None else None
+            if offload is not None and (value is None or value.value not in (False, None)):
+                return None  # parameters offloaded to the host: not priced
+            policy = static_values.keyword(built, "activation_checkpointing_policy") or static_values.keyword(
+                built, "activation_checkpointing")
+            if policy is not None:
+                checked = static_values.evaluate(policy)
+                if checked is None or checked.value not in (None, False):
+                    self.set("checkpointing", True, policy)
+            member = static_values.keyword(built, "sharding_strategy")
+            if member is None:
+                return "fsdp"
+            text = static_values.str_value(member)
+            label = text.value if text is not None else getattr(member, "attrname", "")
+            return FSDP_STRATEGIES.get(str(label).upper())
+        if name in ("DDPStrategy",):
+            return "ddp"
+        if name == "DeepSpeedStrategy":
+            stage = static_values.int_value(static_values.keyword(built, "stage", 1))
+            if stage is None or stage.value not in (1, 2, 3):
+                return None
+            for key in ("offload_optimizer", "offload_parameters"):
+                flag = static_values.keyword(built, key)
+                value = static_values.evaluate(flag) if flag is not None else None
+                if flag is not None and (value is None or value.value is not False):
+                    return None
+            return f"zero-{stage.value}"
+        if name == "SingleDeviceStrategy":
+            return "none"
+        return None
+
+    def _devices(self, call: nodes.Call) -> Optional[Resolved]:
+        """``devices=N`` times ``num_nodes=M`` of a Trainer / Fabric, when both are known integers."""
+        devices = static_values.keyword(call, "devices")
+        if devices is None:
+            return None
+        count = static_values.int_value(devices)
+        if count is None or isinstance(count.value, bool) or count.value < 1:
+            return None
+        nodes_arg = static_values.keyword(call, "num_nodes")
+        machines = static_values.int_value(nodes_arg) if nodes_arg is not None else Resolved(1, call)
+        if machines is None or machines.value < 1:
+            return None
+        return Resolved(count.value * machines.value, count.node)
 
     def _fsdp(self, call: nodes.Call) -> None:
         strategy = static_values.keyword(call, "sharding_strategy", 2)
@@ -1450,16 +1535,33 @@ class _Reader:
             if infer.method_name(call) == "requires_grad_" and call.args:
                 value = static_values.evaluate(call.args[0])
                 if value is None or value.value is False:
-                    self.unknown.add("trainable")
+                    self.cannot_read("trainable", f"{_shown(call)} freezes parameters (how many not counted)", call)
         for target in self.module.nodes_of_class(nodes.AssignAttr):
             if target.attrname == "requires_grad":
                 value = dataflow._value_of_binding(target)
                 found = static_values.evaluate(value) if value is not None else None
                 if found is None or found.value is not True:
-                    self.unknown.add("trainable")
+                    self.cannot_read("trainable", f"{_shown(target.parent)} freezes parameters (how many not "
+                                                  "counted)", target)
 
 
 # ==================================================================================== helpers
+
+
+def _periodic_test(test: nodes.NodeNG) -> nodes.NodeNG:
+    """The comparison a step's ``if`` tests, through ``not`` and a name bound to it once
+    (``is_accumulating = (i + 1) % N != 0`` ... ``if not is_accumulating: optimizer.step()``)."""
+    while isinstance(test, nodes.UnaryOp) and test.op == "not":
+        test = test.operand
+    if isinstance(test, nodes.Name):
+        bound = static_values.live_value(test)
+        if bound is not None:
+            test = bound
+    return test
+
+
+def _is_fabric(dotted: Optional[str]) -> bool:
+    return bool(dotted) and (dotted.endswith(".Fabric") or dotted == "lightning_fabric.Fabric")
 
 
 def _size(candidate: _Candidate) -> Optional[int]:

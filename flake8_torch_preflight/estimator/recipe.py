@@ -75,6 +75,23 @@ FREEZE_DEFAULT_LAYERS = 2
 #: Parent folders of a recipe searched for a file it names relative to the project's root.
 MAX_PARENTS = 4
 
+#: Lightning's ``precision`` names (litgpt recipes, Fabric and Trainer arguments).
+LIGHTNING_PRECISION = {"16-mixed": "amp", "bf16-mixed": "amp", "16": "amp", "bf16": "amp", "16-true": "fp16",
+                       "bf16-true": "bf16", "32": "fp32", "32-true": "fp32", "64": None, "64-true": None,
+                       "transformer-engine": None}
+
+#: LoRA keys of TRL's ``ModelConfig`` (and peft's names a recipe may use): any other ``lora_*``
+#: key belongs to a project's own argument class.
+TRL_LORA_KEYS = frozenset({"lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "lora_modules_to_save",
+                           "lora_task_type", "lora_target", "lora_target_linear"})
+
+#: litgpt's ``quantize`` values (bitsandbytes; ``-dq`` adds double quantisation of the scales).
+LITGPT_QUANTIZE = {"bnb.nf4": "nf4", "bnb.nf4-dq": "nf4", "bnb.fp4": "fp4", "bnb.fp4-dq": "fp4", "bnb.int8": "int8"}
+
+#: litgpt's LoRA switches -> the module each wraps (``lora_mlp`` and ``lora_head`` depend on the family).
+LITGPT_LORA_FLAGS = {"query": "q_proj", "key": "k_proj", "value": "v_proj", "projection": "o_proj", "mlp": "",
+                     "head": ""}
+
 #: torchtune builders' LoRA arguments -> module names (``apply_lora_to_mlp``: w1, w2, w3).
 TORCHTUNE_MLP = ("w1", "w2", "w3")
 
@@ -252,6 +269,8 @@ class _Recipe:
             self.style = "axolotl"
         elif top & {"stage", "finetuning_type", "cutoff_len", "template", "quantization_bit", "lora_target"}:
             self.style = "llama-factory"
+        elif "checkpoint_dir" in top or (("train", "global_batch_size") in fields and top & {"precision", "devices"}):
+            self.style = "litgpt"
         else:
             self.style = "transformers"
         if top & set(_MODEL_CONFIG_KEYS) and "model_type" in top and not top & set(_TRAINING_KEYS):
@@ -344,7 +363,97 @@ class _Recipe:
         self._optimizer()
         self._checkpointing_and_attention()
         self._sharding()
+        if self.style == "litgpt":
+            self._litgpt()
+        elif self.style == "transformers":
+            self._project_arguments()
         return RunSpec(sources=dict(self.sources), **self.values)
+
+    def _project_arguments(self) -> None:
+        """A ``TrainingArguments`` file that also holds LoRA keys which are neither TRL's nor
+        peft's (``lora_rank``) feeds a project's own argument class: that project's code loads the
+        model, so the weights' dtype and their quantization are its defaults, not the file's.
+        Unless the file states them, they are named as not read instead of assumed."""
+        own = sorted(path[0] for path in self.fields if len(path) == 1 and path[0].startswith("lora_")
+                     and path[0] not in TRL_LORA_KEYS)
+        if not own:
+            return
+        key = own[0]
+        line = self.fields[(key,)][1]
+        held = f"the project's own arguments ({key} at {self.source(line)}) load the model"
+        if "quantization" not in self.values and not self.find("load_in_4bit", "load_in_8bit"):
+            self.unread["quantization"] = f"{held}; its quantization is not stated"
+        if self.values.get("precision") == "amp" and not self.find("torch_dtype", "dtype"):
+            self.unread["precision"] = f"{held}; the weights' dtype is not stated"
+            self.values.pop("precision", None)
+            self.sources.pop("precision", None)
+
+    # --------------------------------------------------------------------- litgpt
+
+    def _litgpt(self) -> None:
+        """litgpt's CLI recipes (``litgpt finetune_lora --config x.yaml``): the checkpoint folder
+        names the model, ``precision`` is Lightning's, ``quantize: bnb.nf4`` stores the base
+        weights in 4 bits, ``lora_query`` ... say where the adapters go, and the accumulation is
+        ``global_batch_size // (devices * num_nodes) // micro_batch_size``."""
+        if "model" not in self.values:
+            found = self.at("checkpoint_dir")
+            if found is not None and isinstance(found[0], str):
+                parts = [p for p in found[0].replace("\\", "/").split("/") if p]
+                for name in ("/".join(parts[-2:]), parts[-1] if parts else ""):
+                    spec = self._catalogue(name) if name else None
+                    if spec is not None:
+                        self.set("model", spec, found[1])
+                        self.unread.pop("model", None)
+                        break
+                else:
+                    self.unread["model"] = (f"checkpoint_dir {shown_value(found[0])} at {self.source(found[1])}: "
+                                            "not in the catalogue")
+        precision = self.at("precision")
+        if precision is not None:
+            kind = LIGHTNING_PRECISION.get(str(precision[0]).strip().lower())
+            if kind is None:
+                self.unread["precision"] = f"precision {shown_value(precision[0])} at {self.source(precision[1])}"
+                self.values.pop("precision", None)
+                self.sources.pop("precision", None)
+            else:
+                self.set("precision", kind, precision[1])
+        quantize = self.at("quantize")
+        if quantize is not None:
+            mode = LITGPT_QUANTIZE.get(str(quantize[0]).strip().lower())
+            if mode is None:
+                self.unread["quantization"] = (f"quantize {shown_value(quantize[0])} at "
+                                               f"{self.source(quantize[1])}: not priced")
+            else:
+                self.set("quantization", mode, quantize[1])
+        flags = {name: self.at(f"lora_{name}") for name in LITGPT_LORA_FLAGS}
+        if self.values.get("lora") and all(v is not None for v in flags.values()):
+            chosen = [name for name, v in flags.items() if v is not None and v[0] is True]
+            if chosen and not set(chosen) & {"mlp", "head"}:
+                line = max(v[1] for v in flags.values() if v is not None)
+                self.set("lora_targets", tuple(LITGPT_LORA_FLAGS[name] for name in chosen), line)
+        devices = [self.at(key) for key in ("devices", "num_nodes")]
+        count = 1
+        for found in devices:
+            if found is None:
+                continue
+            if isinstance(found[0], bool) or not isinstance(found[0], int) or found[0] < 1:
+                count = 0  # "auto", -1: every visible device
+            else:
+                count *= found[0]
+        total = self.at("train", "global_batch_size")
+        micro = self.at("train", "micro_batch_size")
+        if total is None or micro is None or not all(
+                isinstance(v[0], int) and not isinstance(v[0], bool) and v[0] > 0 for v in (total, micro)):
+            return
+        if count == 0:
+            self.unread["grad_accum_steps"] = (f"global_batch_size at {self.source(total[1])} divided by the "
+                                               "devices, which the recipe leaves to the machine")
+            self.values.pop("grad_accum_steps", None)
+            return
+        steps = max(1, total[0] // count // micro[0])
+        self.set("grad_accum_steps", steps, total[1])
+        if count > 1:
+            self.set("world_size", count, (devices[0] or devices[1] or total)[1])
 
     # ---------------------------------------------------------------------- model
 
