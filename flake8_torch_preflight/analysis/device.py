@@ -17,7 +17,7 @@ from typing import Dict, FrozenSet, List, Optional, Set
 from astroid import nodes
 from astroid.bases import Instance
 
-from . import brain, dataflow, infer, memo
+from . import brain, dataflow, frameworks, gradients, infer, memo
 from .torch_names import MODULE_BASES
 
 #: Classes whose instances are tensors (``nn.Parameter`` subclasses ``torch.Tensor`` in the stubs).
@@ -263,6 +263,15 @@ def _yields_tensors(iterable: nodes.NodeNG, path: List[int], depth: int) -> bool
             return _yields_tensors(iterable.args[0], path, depth - 1)
         if isinstance(func, nodes.Name) and infer.qname(func) == "builtins.enumerate" and iterable.args:
             return bool(path) and path[0] == 1 and _yields_tensors(iterable.args[0], path[1:], depth - 1)
+        if isinstance(func, nodes.Name) and infer.qname(func) == "builtins.filter" and len(iterable.args) == 2:
+            return _yields_tensors(iterable.args[1], path, depth - 1)  # filter(lambda p: p.requires_grad, ...)
+    if isinstance(iterable, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp)):
+        element = iterable.elt  # [p for p in model.parameters() if p.requires_grad]
+        for index in path:
+            if not isinstance(element, (nodes.Tuple, nodes.List)) or index >= len(element.elts):
+                return False
+            element = element.elts[index]
+        return is_tensor(element, depth - 1)
     if isinstance(iterable, (nodes.Name, nodes.Attribute)):  # a name, or a list kept on ``self``
         values = dataflow.assigned_values(iterable)
         if values and all(_yields_tensors(v, path, depth - 1) for v in values):
@@ -287,7 +296,9 @@ def is_host_value(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
     if isinstance(expr, nodes.Call):
         if infer.callee_qname(expr) in HOST_FACTORIES:
             device = _keyword(expr, "device")
-            return device is None or classify_device(device) == "host"
+            if device is None:
+                return context_device(expr) in (None, "host")
+            return classify_device(device) == "host"
         return False
     if isinstance(expr, nodes.Subscript):
         return is_host_value(expr.value, depth - 1)
@@ -315,7 +326,8 @@ def is_device_value(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
     if isinstance(expr, nodes.Call):
         if infer.callee_qname(expr) in HOST_FACTORIES:
             device = _keyword(expr, "device")
-            return device is not None and classify_device(device) in ("accelerator", "device")
+            placed = classify_device(device) if device is not None else context_device(expr)
+            return placed in ("accelerator", "device")
         return False
     if isinstance(expr, nodes.Subscript):
         return is_device_value(expr.value, depth - 1)
@@ -385,6 +397,57 @@ def classify_device(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> Optional[str]
     if name is not None and DEVICE_NAME.search(name):
         return "device"
     return None
+
+
+#: Context managers that build modules on the meta device, their weights never initialised (resolved
+#: through the imports; accelerate is never read).
+EMPTY_INIT_CONTEXTS = frozenset({"accelerate.init_empty_weights", "accelerate.big_modeling.init_empty_weights"})
+
+#: Methods of a Fabric object whose ``with`` block builds modules and tensors on Fabric's device.
+FABRIC_DEVICE_CONTEXTS = frozenset({"init_module", "init_tensor"})
+
+
+def context_device(node: nodes.NodeNG) -> Optional[str]:
+    """The default device a ``with`` around ``node`` (in its function) sets for what is built there:
+    ``with torch.device("cuda"):`` -> ``"accelerator"``, ``with fabric.init_module():`` -> ``"device"``
+    (Fabric's), ``with torch.device("meta"):`` -> ``"host"``; None when no such block encloses it."""
+    for _, item in gradients.with_items_around(node):
+        if not isinstance(item, nodes.Call):
+            continue
+        if infer.callee_qname(item) == "torch.device":
+            return classify_device(item)
+        if _fabric_context(item):
+            return "device"
+    return None
+
+
+def built_empty(node: nodes.NodeNG) -> bool:
+    """``node`` runs where modules are built without initialising their weights (so building one
+    draws no random numbers and fills no memory): ``with torch.device("meta"):``,
+    ``with init_empty_weights():``, ``with fabric.init_module(empty_init=True):``."""
+    for _, item in gradients.with_items_around(node):
+        if not isinstance(item, nodes.Call):
+            continue
+        if infer.callee_qname(item) == "torch.device":
+            first = item.args[0] if item.args else _keyword(item, "type")
+            values = infer.const_values(first) if first is not None else None
+            if values and all(isinstance(v, str) and v.split(":")[0] == "meta" for v in values):
+                return True
+        elif infer.dotted_name(item.func) in EMPTY_INIT_CONTEXTS:
+            return True
+        elif _fabric_context(item) and infer.method_name(item) == "init_module":
+            empty = _keyword(item, "empty_init")
+            if empty is not None and infer.const_values(empty) == [True]:
+                return True
+    return False
+
+
+def _fabric_context(item: nodes.Call) -> bool:
+    return (
+        isinstance(item.func, nodes.Attribute)
+        and item.func.attrname in FABRIC_DEVICE_CONTEXTS
+        and frameworks.framework_of(item.func.expr) == "fabric"
+    )
 
 
 def _merge(kinds: "List[Optional[str]]") -> Optional[str]:

@@ -15,7 +15,7 @@ from typing import List, Optional, Set
 
 from astroid import nodes
 
-from . import frameworks, gradients, infer, loops
+from . import device, frameworks, gradients, infer, loops
 from .modes import calls_in_order
 from .torch_names import MODULE_BASES
 
@@ -75,8 +75,10 @@ def run_calls(module: nodes.Module, helper_depth: int = HELPER_DEPTH) -> List[no
 
 
 def _callee_body(call: nodes.Call) -> Optional[nodes.FunctionDef]:
-    """The file's function ``call`` runs: a helper, a method, the ``__init__`` of a class it builds,
-    or the function a process launcher starts (``mp.spawn(main, ...)``, ``Process(target=main)``)."""
+    """The file's function ``call`` runs: a helper (or a function imported from a project module,
+    ``loops.local_helper``), a method, the ``__init__`` of a class it builds (not when built on the
+    meta device or under ``init_module(empty_init=True)``, ``device.built_empty``), or the function
+    a process launcher starts (``mp.spawn(main, ...)``, ``Process(target=main)``)."""
     helper = loops.local_helper(call)
     if helper is not None:
         return helper
@@ -84,8 +86,8 @@ def _callee_body(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     if target is not None:
         return target
     klass = constructed_local_class(call)
-    if klass is None:
-        return None
+    if klass is None or device.built_empty(call):
+        return None  # built on the meta device / under empty_init: its constructor initialises nothing
     init = klass.locals.get("__init__")
     if init and isinstance(init[0], nodes.FunctionDef):
         return init[0]

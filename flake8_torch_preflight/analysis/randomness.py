@@ -7,7 +7,8 @@ TP009):
   ``Tensor.normal_``, random ``nn.init`` functions, ``random_split``, random
   samplers, ``DataLoader(shuffle=True)``, building a layer whose weights
   are randomly initialised, and building a class of another readable module
-  of the project whose ``__init__`` draws), NumPy's global one (``np.random.*``), the
+  of the project whose ``__init__`` draws; not when it is built on the meta device or under
+  ``init_module(empty_init=True)``, ``device.built_empty``), NumPy's global one (``np.random.*``), the
   ``random`` module's, or a separate generator built without a seed
   (``np.random.default_rng()``, ``random.Random()``).  A draw given
   ``generator=`` uses its own generator and is not counted;
@@ -36,7 +37,7 @@ from typing import Dict, FrozenSet, NamedTuple, Optional, Set
 
 from astroid import nodes
 
-from . import brain, dataflow, entrypoint, frameworks, infer, memo
+from . import brain, dataflow, device, entrypoint, frameworks, infer, memo
 from .torch_names import MODULE_BASES
 
 #: The process-wide generators a seed can reach.
@@ -207,6 +208,8 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
     if name in TORCH_RANDOM_SAMPLERS:
         return _draw(TORCH, label)
     if name in RANDOM_INIT_LAYERS:
+        if device.built_empty(call):
+            return None  # on the meta device / empty_init: the weights are never initialised
         return _draw(TORCH, "{} (weight init)".format(label))
     if name == "torch.utils.data.DataLoader" and _keyword_is_true(call, "shuffle"):
         return _draw(TORCH, "{}(shuffle=True)".format(call.func.as_string()))
@@ -363,6 +366,8 @@ def _project_constructor_draws(call: nodes.Call, depth: int) -> Optional[Effect]
     klass = infer.safe_infer(call.func)
     if not isinstance(klass, nodes.ClassDef) or klass.root() is call.root():
         return None
+    if device.built_empty(call):
+        return None  # built on the meta device / under empty_init: its weights are never initialised
     if str(klass.root().name).split(".")[0] in _CLASSIFIED_ROOTS:
         return None  # torch (stubs), numpy, random: classified by name above
     init = klass.locals.get("__init__")

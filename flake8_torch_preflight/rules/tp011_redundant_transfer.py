@@ -160,6 +160,8 @@ def _constant_factory(expr: nodes.Call, loop: "loops.Loop") -> Optional["tuple[s
         return None  # random factories give new values each time
     if any(kw.arg == "device" or kw.arg is None for kw in expr.keywords or ()):
         return None  # created on the device already (or unknown keywords)
+    if device.context_device(expr) in ("accelerator", "device"):
+        return None  # ``with torch.device("cuda"):`` / ``with fabric.init_module():`` builds it there
     arguments: List[nodes.NodeNG] = list(expr.args) + [kw.value for kw in expr.keywords or ()]
     for arg in arguments:
         if any(True for _ in arg.nodes_of_class(nodes.Call)) or isinstance(arg, nodes.Starred):
