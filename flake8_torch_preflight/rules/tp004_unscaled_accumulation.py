@@ -17,8 +17,8 @@ Hugging Face Trainer classes, which scale for you.
 Then ``scale_effect`` asks whether the N-times-larger gradient changes the update: clipping
 where the step is taken, an SGD-like optimizer, or an Adam-like one with a non-zero coupled
 ``weight_decay`` (read from the constructor call, through assignments, call sites, wrappers and
-helpers); an Adam-like optimizer otherwise takes the same step and is left alone, an unresolved
-one is reported.  Clipping helpers are recognised by name (``CLIP_NAME``) as well as by resolution.
+helpers); an Adam-like optimizer otherwise takes the same step and is left alone, and so is an
+optimizer that cannot be resolved.  Clipping helpers are recognised by name (``CLIP_NAME``) as well as by resolution.
 
 Name-based evidence lives in ``analysis.accumulation`` (``MICRO_BATCH_NAME``, to recognise an
 inner micro-batch loop) and ``analysis.gradients`` (an unresolvable optimizer or scaler named
@@ -81,7 +81,6 @@ EFFECTS = {
     "clip": "clipping's threshold is that many times too low",
     "sgd": "each {optimizer} update is that many times too large",
     "decay": "{optimizer}'s weight_decay is that many times too weak",
-    "unknown": "the step sees that many times the mean gradient",
 }
 
 
@@ -111,11 +110,13 @@ class UnscaledAccumulation(Rule):
         "clipped before the step or a non-zero coupled weight_decay is seen (a literal, a constant, an "
         "argparse default, a parameter-group dict; decay read from a config at run time is not seen). The "
         "optimizer is read from the call that built it, through assignments, in-file call sites, helpers "
-        "that return it and fabric.setup / accelerator.prepare; one that cannot be resolved (built in "
-        "another module, passed in by an unseen caller) is reported, with a message that only says the step "
-        "sees N times the mean gradient. Gradient caching, where each micro-step concatenates the cached "
-        "outputs of the other micro-batches around the live one (torch.cat(cache[:j] + [out] + "
-        "cache[j + 1:])) so that every micro-step's loss is already the whole batch's loss, is left alone. "
+        "that return it and fabric.setup / accelerator.prepare. One that cannot be resolved (built in "
+        "another module, passed in by a caller the file does not show, a custom optimizer class) is not "
+        "reported unless the gradients are clipped: nothing then shows that the scale reaches the update, "
+        "and accumulation is most often paired with an Adam-like optimizer. Gradient caching, where each "
+        "micro-step concatenates the cached outputs of the other micro-batches around the live one "
+        "(torch.cat(cache[:j] + [out] + cache[j + 1:])) so that every micro-step's loss is already the "
+        "whole batch's loss, is left alone. "
         "Accelerate's accumulate(), accelerator.backward, Lightning and the Hugging Face Trainer scale for "
         "you and are left alone."
     )
@@ -255,18 +256,16 @@ def scale_effect(found: "accumulation.Accumulation") -> Optional[str]:
     clipping (by norm or value) before the step compares the sum with a threshold meant for the mean;
     SGD-like optimizers step in proportion to the gradient; Adam-like ones with L2 decay in the gradient
     weaken it; Adam-like ones otherwise normalise the scale away.  An optimizer that cannot be resolved
-    is reported: the rule cannot show that its update ignores the scale."""
+    (or a class the tables do not know) shows no harm, so it is left alone unless gradients are clipped."""
     if found.scope is not None and _clips(found.scope):
         return EFFECTS["clip"]
-    kinds = [_optimizer_kind(step) for step in found.steps] or [(None, "")]
+    kinds = [_optimizer_kind(step) for step in found.steps]
     for kind, name in kinds:
         if kind == "sgd":
             return EFFECTS["sgd"].format(optimizer=name)
     for kind, name in kinds:
         if kind == "decay":
             return EFFECTS["decay"].format(optimizer=name)
-    if any(kind is None for kind, _ in kinds):
-        return EFFECTS["unknown"]
     return None
 
 
