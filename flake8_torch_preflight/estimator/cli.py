@@ -56,6 +56,7 @@ from .run import (
     RunSpec,
     RunSpecError,
     limit_words,
+    lora_dropout_error,
     parse_lora_targets,
     shown_value,
     task_of_class,
@@ -156,6 +157,19 @@ class _Targets:
     names: Optional[Tuple[str, ...]]
 
 
+def _lora_dropout(text: str) -> float:
+    """``--lora-dropout P``: a probability at least 0 and below 1."""
+    raw = text.strip()
+    try:
+        value = float(raw) if len(raw) <= 100 else -1.0
+    except ValueError:
+        value = -1.0
+    error = lora_dropout_error(value if value == value else -1.0)  # NaN is no probability
+    if error is not None:
+        raise argparse.ArgumentTypeError(f"must be a probability at least 0 and below 1, got {shown_value(text)}")
+    return value
+
+
 def _lora_targets(text: str) -> _Targets:
     try:
         return _Targets(parse_lora_targets(text))
@@ -212,6 +226,10 @@ def _add_estimate_arguments(est: argparse.ArgumentParser) -> None:
                      help="the LoRA adapters' dtype: fp32 (PEFT's default: fp32 adapters and fp32 casts of "
                           "their inputs) or model (the base weights' dtype, no casts: litgpt, PEFT with "
                           "autocast_adapter_dtype=False)")
+    est.add_argument("--lora-dropout", type=_lora_dropout, metavar="P",
+                     help="dropout probability on the LoRA adapters' input (PEFT's LoraConfig.lora_dropout, "
+                          "default 0.0; litgpt's lora_dropout): above 0 each adapted layer keeps the dropout's "
+                          "output and mask")
     est.add_argument("--task", choices=TASKS,
                      help="the head the model carries: an LM head (causal-lm, seq2seq), an encoder's masked-LM "
                           "head (masked-lm), a classifier (seq-cls, token-cls, image-cls) or none (backbone)")
@@ -386,6 +404,8 @@ def read_and_override(args: argparse.Namespace) -> Tuple[RunSpec, Dict[str, str]
             changes["lora"], changes["lora_rank"] = True, DEFAULT_LORA_RANK
     if args.lora_dtype is not None:
         changes["lora_dtype"] = args.lora_dtype
+    if args.lora_dropout is not None:
+        changes["lora_dropout"] = args.lora_dropout
     if args.task is not None:
         changes["task"], changes["lm_head"] = args.task, args.task in VOCABULARY_TASKS
     if args.quantization is not None:
@@ -578,8 +598,10 @@ def _estimate(args: argparse.Namespace) -> int:
         run = run.replace(source=f"{gpu.key} GPU count", world_size=gpu.count)
     run.check()
     if run.lora and run.lora_targets is not None and run.trainable_params is None and lora_params(run) == 0:
+        kind = run.model.kind if run.model is not None else "model"
+        article = "an" if kind[0] in "aeiou" else "a"
         _fail(f"the LoRA targets {','.join(run.lora_targets)} name no linear layer of {run.display_name} "
-              f"(a {run.model.kind if run.model is not None else 'model'}{_mlp_words(run)})")
+              f"({article} {kind}{_mlp_words(run)})")
     result = estimate(run, gpu)
     solution = solve(result)
     if args.format == "json":
@@ -599,6 +621,8 @@ def _estimate(args: argparse.Namespace) -> int:
 
 def _mlp_words(run: RunSpec) -> str:
     shape = run.model.shape if run.model is not None else {}
+    if run.lora_targets is not None and all(name.lower() == "lm_head" for name in run.lora_targets):
+        return ": lm_head is priced on the LM head of a decoder or an encoder-decoder"
     kind = shape.get("ffn_kind")
     return "" if kind in ("swiglu", "geglu") or kind is None else f" whose {kind} MLP has no gate projection"
 

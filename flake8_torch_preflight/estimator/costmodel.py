@@ -76,11 +76,13 @@ shape flag (``attention_dropout``, ``softmax_fp32``, ``qkv_fused``, ``ffn_dropou
 Inference (``no_grad``) keeps one layer's working set plus the residual stream; generation adds
 the KV cache (``kv_cache_bytes``: K and V per layer at ``kv_heads`` width, so grouped-query
 attention shrinks it) and keeps logits for the last position only. LoRA prices adapters on the
-linear layers it targets (every one by default, ``lora_params``), and the layers it leaves frozen
-keep no input for a weight gradient (``_frozen_input_elements``); sharding divides what it shards by the world size
-(ZeRO-1: optimizer state and fp32 master weights; ZeRO-2: also gradients; ZeRO-3/FSDP: also
-weights, plus the layers gathered for compute); optimizer offload moves the optimizer state
-and master weights to the host.
+linear layers it targets (every one by default, ``lora_params``; the output head with ``lm_head``),
+the layers it leaves frozen keep no input for a weight gradient (``_frozen_input_elements``), an
+adapter's dropout keeps its output and mask (``LORA_DROPOUT_*``), and an adapted output head's
+vocabulary-wide branch and sum are live at the head (``LORA_HEAD_TRANSIENT_COPIES``); sharding
+divides what it shards by the world size (ZeRO-1: optimizer state and fp32 master weights;
+ZeRO-2: also gradients; ZeRO-3/FSDP: also weights, plus the layers gathered for compute);
+optimizer offload moves the optimizer state and master weights to the host.
 
 Each element is priced at the width of its tensor class (``ACTIVATION_BYTES``): under
 autocast the residual stream and softmax outputs stay fp32 while matmul inputs are 16-bit.
@@ -95,7 +97,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
-from .run import lora_target_kinds
+from .run import LORA_HEAD_KIND, lora_target_kinds
 
 if TYPE_CHECKING:
     from .catalogue import GpuTarget, ModelSpec
@@ -443,6 +445,34 @@ LORA_FROZEN_DOWN_INPUT_ELEMENTS_PER_FFN = 1.0
 #: default). So older releases kept one fp32 copy of every 4-bit layer's input: the high end of a
 #: 4-bit run includes it (copies per quantized linear; the point follows the current release).
 QUANTIZED_INPUT_SAVED_FP32_COPIES = 1
+#: PUBLISHED PEFT ``LoraLayer.update_layer``: ``nn.Dropout(p=lora_dropout)`` per adapted layer,
+#: ``nn.Identity()`` at ``LoraConfig``'s default ``lora_dropout=0.0``; ``lora.Linear.forward``:
+#: ``lora_B(lora_A(dropout(x)))``. litgpt ``lora.py``: ``LoRALinear`` and ``LoRAQKVLinear`` apply
+#: ``nn.Dropout(p=lora_dropout)`` to the input before ``lora_A`` when ``lora_dropout > 0``.
+#: tools/autograd/derivatives.yaml, ``native_dropout``: the backward is
+#: ``native_dropout_backward(grad, result1, scale)``, so the dropout saves its mask (``result1``,
+#: bool on CUDA: ``MASK_BYTES``) and not its input; ``lora_A`` saves the dropout's output for its
+#: weight gradient in place of the layer's input. Per adapted layer, per element of its input,
+#: with ``lora_dropout > 0``: the dropout's output (in the adapter input's dtype: the matmul class,
+#: under amp the 16-bit cast ``lora_A`` makes of it; with PEFT's fp32 casts it is that fp32 copy,
+#: ``LORA_INPUT_CAST_COPIES_COUNT``, already priced) and the mask. The layer's own input is then no
+#: longer saved for the adapter (``_frozen_input_elements``). The probability does not change the
+#: bytes (the mask and the output are full-size for any p > 0).
+LORA_DROPOUT_OUTPUT_COPIES_COUNT = 1
+LORA_DROPOUT_MASK_COPIES_COUNT = 1
+#: PUBLISHED PEFT ``lora.Linear.forward`` (``result = result + lora_B(lora_A(dropout(x))) *
+#: scaling``, then ``result.to(torch_result_dtype)``) and litgpt ``LoRALinear.forward``
+#: (``pretrained + (dropout(x) @ lora_A.T @ lora_B.T) * scaling``): with the output head adapted
+#: (``lm_head`` in the targets, litgpt's ``lora_head``) its output is built from vocabulary-wide
+#: tensors per position. Inside the scaling, the base output, ``lora_B``'s output and the scaled
+#: branch are live; inside the addition, the base output, the scaled branch and the sum (type
+#: promotion: the wider of the two dtypes). None of them is saved for backward (derivatives.yaml:
+#: ``mul.Scalar`` and ``add.Tensor`` save no tensor; ``lora_B``'s matmul saves its rank-wide input),
+#: so they are a transient at the head, before the loss makes its copies of the logits: the
+#: ``logits`` term holds the larger of the two moments. Copies beyond the base output, at the
+#: branch's dtype (the adapters' compute dtype: fp32 with PEFT's casts, the matmul class otherwise)
+#: and at the sum's:
+LORA_HEAD_TRANSIENT_COPIES: Dict[str, float] = {"branch": 1.0, "sum": 1.0}
 
 #: ASSUMED how much of the cast-weight estimate autocast really keeps (weights used twice are
 #: cast once; ops outside the autocast lists are not cast).
@@ -913,6 +943,53 @@ def lora_casts_inputs(run: RunSpec) -> bool:
     return run.lora and run.training and run.precision in ("fp16", "bf16") and run.lora_dtype == "fp32"
 
 
+def lora_drops_inputs(run: RunSpec) -> bool:
+    """Whether the adapters apply dropout to their input (``lora_dropout > 0`` while training):
+    each adapted layer then keeps the dropout's output and mask (``LORA_DROPOUT_*``)."""
+    return run.lora and run.training and run.lora_dropout > 0
+
+
+def lora_head_adapted(run: RunSpec) -> bool:
+    """Whether a LoRA adapter wraps the output head (``lm_head`` among the targets)."""
+    kinds = lora_kinds(run)
+    return run.lora and kinds is not None and LORA_HEAD_KIND in kinds
+
+
+def _lora_adapter_input_bytes_per_element(run: RunSpec, dt: Mapping[str, int]) -> float:
+    """Bytes per element of an adapted layer's input that its adapter saves for ``lora_A`` beyond
+    the layer's own input: PEFT's fp32 cast (``lora_casts_inputs``), the dropout's output (the
+    matmul class; replaced by the fp32 cast with casts) and the dropout's mask."""
+    total = LORA_INPUT_CAST_COPIES_COUNT * LORA_ADAPTER_BYTES if lora_casts_inputs(run) else 0.0
+    if lora_drops_inputs(run):
+        if not total:
+            total += LORA_DROPOUT_OUTPUT_COPIES_COUNT * dt["matmul"]
+        total += LORA_DROPOUT_MASK_COPIES_COUNT * dt["mask"]
+    return total
+
+
+def _lora_dropout_per_token(st: _Stack, kinds: Optional[FrozenSet[str]], dt: Mapping[str, int],
+                            casts: bool) -> float:
+    """Bytes per token per layer that the adapters' dropout keeps (``LORA_DROPOUT_*``): per
+    adapted projection, over its input width, the mask and (unless PEFT's fp32 cast, priced by
+    ``_lora_input_casts_per_token``, is what the dropout reads and returns) the output."""
+    experts = max(st.experts_per_token, 1)
+    widths = sum(d_in * (experts if mlp else 1)
+                 for kind, d_in, _, mlp in _layer_projections(st) if _adapted(kind, kinds))
+    per = LORA_DROPOUT_MASK_COPIES_COUNT * dt["mask"]
+    if not casts:
+        per += LORA_DROPOUT_OUTPUT_COPIES_COUNT * dt["matmul"]
+    return widths * per
+
+
+def _lora_head_bytes_per_position(run: RunSpec, vocab: int, dt: Mapping[str, int]) -> float:
+    """Bytes per position live at an adapted output head (``LORA_HEAD_TRANSIENT_COPIES``): the
+    base output, the adapter branch (fp32 with PEFT's casts) and the sum at the wider dtype."""
+    base = LOGITS_COPIES["head_output"] * dt["matmul"]
+    branch = LORA_ADAPTER_BYTES if lora_casts_inputs(run) else dt["matmul"]
+    c = LORA_HEAD_TRANSIENT_COPIES
+    return vocab * (base + c["branch"] * branch + c["sum"] * max(branch, dt["matmul"]))
+
+
 def lora_adapter_bytes(run: RunSpec, weight_bytes: int) -> int:
     """Bytes per adapter parameter (and per element of its gradient and optimizer state):
     ``LORA_ADAPTER_BYTES`` (fp32) by default, the weights' own with ``lora_dtype`` ``model``."""
@@ -939,8 +1016,10 @@ def _frozen_input_elements(st: _Stack, precision: str, fused: bool,
     output projection's input under eager attention (a fused kernel keeps its output, which is
     that input, for its own backward), the MLP input (gate and up: one cast each under amp) and
     the second MLP linear's input (the GELU/SwiGLU product, or the inner dropout's output; a
-    ReLU's output stays, its backward needs it). An adapted layer's input stays, unless PEFT
-    saves an fp32 cast of it instead (``casts``, priced by ``_lora_input_casts_per_token``).
+    ReLU's output stays, its backward needs it). An adapted layer's input stays, unless its
+    adapter saves a copy of its own instead (``casts``: PEFT's fp32 cast, priced by
+    ``_lora_input_casts_per_token``, or the output of the adapter's dropout, priced by
+    ``_lora_dropout_per_token``).
     MoE layers are left as priced.
     """
     def dropped(kind: str) -> bool:
@@ -987,9 +1066,12 @@ def _stack_activations(
     layer = _layer_bytes_per_token(st, run.precision, fused, seq) * tokens
     layer += _position_bias_bytes(st, run.precision, fused, seq, seq, causal)
     old_bnb = 0.0  # what bitsandbytes before 0.43.2 saves on top (the high end)
+    if lora_drops_inputs(run):  # each adapter's dropout output and mask (int8: no casts priced)
+        casts_priced = lora_casts_inputs(run) and run.quantization != "int8"
+        layer += _lora_dropout_per_token(st, lora_kinds(run), dt, casts_priced) * tokens
     if run.lora and run.training and run.quantization != "int8":  # MatMul8bitLt keeps its input
         kinds, casts = lora_kinds(run), lora_casts_inputs(run)
-        frozen = _frozen_input_elements(st, run.precision, fused, kinds, casts)
+        frozen = _frozen_input_elements(st, run.precision, fused, kinds, casts or lora_drops_inputs(run))
         layer -= LORA_FROZEN_INPUTS_NOT_SAVED_FRACTION * _classes_bytes(frozen, dt) * tokens
         if casts:
             layer += _lora_input_casts_per_token(st, kinds) * tokens
@@ -1092,6 +1174,8 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
     tokens = batch * seq
     if run.training:
         head_input = final.hidden * dt["matmul"] if kind != "encoder" and run.task != "backbone" else 0.0
+        if run.lora and vocab and lm_positions:
+            head_input = _lora_lm_head_input_bytes(run, shape, final, dt, head_input)
         acts.add("final_norm_and_head_input", (_norms_bytes_per_token(final, run.precision, 1) + head_input) * tokens)
     if kind == "encoder" and vocab and not run.generation:
         # an encoder's head: none or a classifier (priced, as the calibration's "cls" head) or a
@@ -1116,6 +1200,12 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
         else:
             upcast = kind == "decoder"
             per = _logits_bytes_per_position(vocab, dt, with_loss=run.training, upcast=upcast)
+            if run.training and lora_head_adapted(run):
+                at_head = _lora_head_bytes_per_position(run, vocab, dt)
+                if at_head > per:
+                    acts.notes.append("the adapted output head's vocabulary-wide branch and sum are larger "
+                                      "than the loss's copies of the logits")
+                per = max(per, at_head)
             acts.add("logits", per * lm_positions)
             if not run.training:
                 # an evaluation loop that passes labels also computes the loss under no_grad: its
@@ -1132,6 +1222,24 @@ def _transformer_activations(run: RunSpec, shape: Mapping[str, Any], kind: str) 
     elif kind in ("decoder", "encoder-decoder") and not vocab:
         return None, "the catalogue shape has no vocabulary size for the LM head"
     return _finish(acts, recompute, run), ""
+
+
+def _lora_lm_head_input_bytes(run: RunSpec, shape: Mapping[str, Any], final: _Stack,
+                              dt: Mapping[str, int], head_input: float) -> float:
+    """Bytes per token that a LoRA run keeps for its LM head's input (``head_input`` is what full
+    training keeps: the input saved for the head's weight gradient).
+
+    The head is frozen (``LORA_FROZEN_INPUTS_NOT_SAVED_FRACTION``: bitsandbytes leaves it
+    unquantized, an ``nn.Linear`` whose weight needs no gradient), so its input is saved only for
+    an adapter on it (``lm_head`` among the targets): as it is, or as the adapter's own copies
+    (PEFT's fp32 cast, the dropout's output and mask) in its place.
+    """
+    kept = head_input * (1 - LORA_FROZEN_INPUTS_NOT_SAVED_FRACTION)
+    if not lora_head_adapted(run):
+        return kept
+    width = _int(shape, "embedding_dim") or final.hidden
+    own = _lora_adapter_input_bytes_per_element(run, dt) * width
+    return own if own else head_input
 
 
 def _finish(acts: _Acts, recompute: List[float], run: RunSpec) -> _Acts:
@@ -1312,7 +1420,8 @@ def _adapted(linear_kind: str, kinds: Optional[FrozenSet[str]]) -> bool:
 
 def lora_params(run: RunSpec) -> Optional[int]:
     """Adapter parameters of rank ``run.lora_rank`` on the linear layers ``run.lora_targets``
-    names, by default every linear layer of the blocks.
+    names, by default every linear layer of the blocks; with ``lm_head`` among the targets also
+    the output head's (``r·(d_in + vocab)``).
 
     PUBLISHED Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §4: adapters on every linear layer
     of the blocks (attention q, k, v, o and the MLP, all experts of an MoE layer), each
@@ -1323,7 +1432,20 @@ def lora_params(run: RunSpec) -> Optional[int]:
     if linears is None:
         return None
     kinds = lora_kinds(run)
-    return sum(run.lora_rank * (lin.d_in + lin.d_out) * lin.count for lin in linears if _adapted(lin.kind, kinds))
+    blocks = sum(run.lora_rank * (lin.d_in + lin.d_out) * lin.count for lin in linears if _adapted(lin.kind, kinds))
+    head = _lm_head_shape(run) if lora_head_adapted(run) else None
+    return blocks + (run.lora_rank * (head[0] + head[1]) if head is not None else 0)
+
+
+def _lm_head_shape(run: RunSpec) -> Optional[Tuple[int, int]]:
+    """``(d_in, vocab)`` of a decoder's or encoder-decoder's LM head, ``None`` when the run has
+    none (another task, an encoder, no vocabulary in the shape)."""
+    model = run.model
+    if model is None or model.kind not in ("decoder", "encoder-decoder") or run.vocabulary_head is False:
+        return None
+    vocab = _int(model.shape, "vocab")
+    width = _int(model.shape, "embedding_dim") or _int(model.shape, "hidden")
+    return (width, vocab) if vocab and width else None
 
 
 def _quantized_weights(run: RunSpec, params: int, weight_bytes: int) -> Tuple[Term, float]:

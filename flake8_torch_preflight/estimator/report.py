@@ -133,6 +133,7 @@ def to_json(estimate: Estimate, solution: Solution, unread: Optional[Mapping[str
             "lora": run.lora,
             "lora_rank": run.lora_rank if run.lora else None,
             "lora_dtype": run.lora_dtype if run.lora else None,
+            "lora_dropout": run.lora_dropout if run.lora else None,
             "lm_head": run.lm_head,
             "eval_loss": run.eval_loss,
             "task": run.task,
@@ -221,7 +222,8 @@ def _run_line(estimate: Estimate) -> str:
     if run.lora:
         targets = "" if run.lora_targets is None else f" on {', '.join(run.lora_targets)}"
         dtype = ", adapters in the model's dtype" if run.lora_dtype == "model" else ""
-        parts.append(f"LoRA rank {run.lora_rank}{targets}{dtype}")
+        dropout = f", dropout {run.lora_dropout:g}" if run.lora_dropout > 0 else ""
+        parts.append(f"LoRA rank {run.lora_rank}{targets}{dtype}{dropout}")
     return "run: " + ", ".join(parts)
 
 

@@ -98,9 +98,17 @@ QUANTIZATIONS: Tuple[str, ...] = ("none", "int8", "nf4", "fp4")
 #: Rank used when LoRA is switched on without a rank.
 DEFAULT_LORA_RANK = 16
 
+#: The projection kind of the output head (``lm_head``), outside the blocks.
+LORA_HEAD_KIND = "head"
+
+#: Every projection kind of a transformer block (what ``all-linear`` names).
+LORA_BLOCK_KINDS: FrozenSet[str] = frozenset({"q", "k", "v", "o", "gate", "up", "down"})
+
 #: The projections of a transformer block a LoRA adapter can wrap: ``q``, ``k``, ``v``, ``o``
 #: (attention; a fused q/k/v projection counts as one), ``gate``, ``up``, ``down`` (the MLP; a
-#: non-gated MLP has ``up`` and ``down``). Module names as the common implementations spell them
+#: non-gated MLP has ``up`` and ``down``), and outside the blocks ``head``, the output head over
+#: the vocabulary (``lm_head``: PEFT's ``target_modules=[..., "lm_head"]``, litgpt's
+#: ``lora_head: true``). Module names as the common implementations spell them
 #: (PEFT matches a name against the end of each module's path), each with the projections it
 #: names. ``dense`` and ``wo`` depend on the family and are resolved by ``lora_target_kinds``.
 LORA_TARGET_NAMES: Dict[str, Tuple[str, ...]] = {
@@ -124,11 +132,18 @@ LORA_TARGET_NAMES: Dict[str, Tuple[str, ...]] = {
     "wqkv": ("q", "k", "v"),
     # resolved by the model's kind: see lora_target_kinds
     "dense": ("o", "up", "down"), "wo": ("o",),
+    # the output head (transformers' decoders and encoder-decoders name it lm_head)
+    "lm_head": (LORA_HEAD_KIND,),
 }
 
 #: Names that mean every linear layer of the blocks (PEFT's ``all-linear``, LLaMA-Factory's
-#: ``all``).
+#: ``all``). The output head is not among them (PEFT's ``all-linear`` leaves it out); it is
+#: named on its own: ``all-linear,lm_head``.
 LORA_ALL_LINEAR: FrozenSet[str] = frozenset({"all-linear", "all_linear", "all"})
+
+#: How a target list that names every block linear and more (``all-linear,lm_head``) records
+#: the first part in ``lora_targets``.
+ALL_LINEAR_TARGET = "all-linear"
 
 
 def lora_target_kinds(name: str, kind: Optional[str]) -> FrozenSet[str]:
@@ -140,6 +155,8 @@ def lora_target_kinds(name: str, kind: Optional[str]) -> FrozenSet[str]:
     encoder-decoder and the attention output in Meta's naming otherwise.
     """
     key = name.strip().lower()
+    if key in LORA_ALL_LINEAR:
+        return LORA_BLOCK_KINDS
     kinds = LORA_TARGET_NAMES[key]
     if key == "dense" and kind not in ("encoder", "vision-transformer"):
         return frozenset({"o"})
@@ -150,13 +167,16 @@ def lora_target_kinds(name: str, kind: Optional[str]) -> FrozenSet[str]:
 
 def parse_lora_targets(text: str) -> Optional[Tuple[str, ...]]:
     """``"q_proj,v_proj"`` -> ``("q_proj", "v_proj")``; ``all-linear`` (or ``all``) -> ``None``
-    (every linear layer). ``RunSpecError`` (one line, naming the known names) for an unknown
-    name or an empty list."""
+    (every linear layer of the blocks); ``all-linear,lm_head`` -> ``("all-linear", "lm_head")``
+    (those and the output head). ``RunSpecError`` (one line, naming the known names) for an
+    unknown name or an empty list."""
     names = [part.strip() for part in str(text).split(",") if part.strip()]
     if not names:
         raise RunSpecError(f"no LoRA target names in {shown_value(text)}; {_known_targets()}")
     if any(name.lower() in LORA_ALL_LINEAR for name in names):
-        return None
+        heads = [name.lower() for name in names if name.lower() in LORA_TARGET_NAMES
+                 and LORA_TARGET_NAMES[name.lower()] == (LORA_HEAD_KIND,)]
+        return (ALL_LINEAR_TARGET, *dict.fromkeys(heads)) if heads else None
     unknown = [name for name in names if name.lower() not in LORA_TARGET_NAMES]
     if unknown:
         raise RunSpecError(f"unknown LoRA target {shown_value(unknown[0])}; {_known_targets()}")
@@ -168,6 +188,14 @@ def parse_lora_targets(text: str) -> Optional[Tuple[str, ...]]:
 
 def _known_targets() -> str:
     return f"known: {', '.join(LORA_TARGET_NAMES)} (or all-linear)"
+
+
+def lora_dropout_error(value: Any) -> Optional[str]:
+    """Why ``value`` is not a LoRA dropout probability (``None`` when it is one): a number at
+    least 0 and below 1 (``nn.Dropout(p=1)`` would zero the adapters' input)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        return f"lora-dropout must be a probability at least 0 and below 1, got {shown_value(value)}"
+    return None
 
 
 #: Value recorded in ``sources`` for a field given on the command line.
@@ -267,6 +295,10 @@ class RunSpec:
     lora_rank: int = DEFAULT_LORA_RANK
     #: the adapters' dtype (``LORA_DTYPES``): ``fp32`` (PEFT's default) or the model's
     lora_dtype: str = "fp32"
+    #: the dropout probability on each adapter's input (PEFT's ``LoraConfig.lora_dropout``,
+    #: default 0.0: ``nn.Identity``; litgpt's ``lora_dropout``); above 0 each adapted layer keeps
+    #: the dropout's output and its mask
+    lora_dropout: float = 0.0
     #: an encoder's vocabulary (masked-LM) head: ``True`` (``*ForMaskedLM``), ``False`` (a base
     #: model or a task head), ``None`` when not known (the command line)
     lm_head: Optional[bool] = None
@@ -370,6 +402,9 @@ class RunSpec:
         if self.lora_dtype not in LORA_DTYPES:
             raise RunSpecError(f"lora-dtype must be one of {', '.join(LORA_DTYPES)}, "
                                f"got {shown_value(self.lora_dtype)}")
+        dropout_error = lora_dropout_error(self.lora_dropout)
+        if dropout_error is not None:
+            raise RunSpecError(dropout_error)
         self._check_head_and_training()
 
     def _check_head_and_training(self) -> None:
@@ -394,7 +429,8 @@ class RunSpec:
             if not isinstance(self.lora_targets, tuple) or not self.lora_targets:
                 raise RunSpecError(f"lora-targets must be module names, got {shown_value(self.lora_targets)}")
             for name in self.lora_targets:
-                if not isinstance(name, str) or name.lower() not in LORA_TARGET_NAMES:
+                if not isinstance(name, str) or (name.lower() not in LORA_TARGET_NAMES
+                                                 and name.lower() not in LORA_ALL_LINEAR):
                     raise RunSpecError(f"unknown LoRA target {shown_value(name)}; {_known_targets()}")
         total = self.total_params
         if self.trainable_params is not None and not self.lora and total is not None and self.trainable_params > total:

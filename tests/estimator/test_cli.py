@@ -625,3 +625,23 @@ def test_lora_dtype_is_an_option_shown_in_json_and_text(capsys: pytest.CaptureFi
     assert data["config"]["lora_dtype"] == "fp32"
     status, out, err = run_cli(argv[:-1] + ["bf16"], capsys)
     assert status == 2 and "--lora-dtype" in err and "invalid choice" in err
+
+
+def test_lora_dropout_is_an_option_shown_in_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--model", "gemma-2b", "--batch-size", "2", "--seq-len", "512", "--precision", "bf16",
+            "--lora", "8", "--lora-targets", "all-linear,lm_head", "--lora-dtype", "model", "--lora-dropout", "0.1"]
+    _, data = run_json(argv, capsys)
+    config = data["config"]
+    assert config["lora_dropout"] == 0.1 and config["sources"]["lora_dropout"] == "command line"
+    assert config["lora_targets"] == ["all-linear", "lm_head"]
+    _, out, _ = run_cli(argv, capsys)
+    assert out.splitlines()[1].endswith(
+        "LoRA rank 8 on all-linear, lm_head, adapters in the model's dtype, dropout 0.1")
+    _, data = run_json(argv[:-2], capsys)
+    assert data["config"]["lora_dropout"] == 0.0
+    _, data = run_json(["estimate", "--model", "gpt2", "--batch-size", "1", "--seq-len", "8"], capsys)
+    assert data["config"]["lora_dropout"] is None  # no LoRA
+    for bad in ("1", "-0.1", "nan", "x"):
+        status, out, err = run_cli(argv[:-1] + [bad], capsys)
+        assert (status, out) == (2, "") and err.count("\n") == 1, err
+        assert "argument --lora-dropout: must be a probability at least 0 and below 1" in err

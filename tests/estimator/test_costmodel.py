@@ -17,7 +17,7 @@ import pytest
 from flake8_torch_preflight.estimator import costmodel as cm
 from flake8_torch_preflight.estimator.catalogue import GpuTarget, ModelSpec
 from flake8_torch_preflight.estimator.costmodel import TERMS, estimate, kv_cache_bytes, lora_params
-from flake8_torch_preflight.estimator.run import OPTIMIZERS, PRECISIONS, RunSpec, RunSpecError
+from flake8_torch_preflight.estimator.run import OPTIMIZERS, PRECISIONS, RunSpec, RunSpecError, parse_lora_targets
 
 MIB = 1024**2
 GIB = 1024**3
@@ -623,7 +623,7 @@ def test_lora_in_the_models_dtype_has_no_fp32_adapters_or_input_casts() -> None:
     """``lora_dtype="model"`` (litgpt; PEFT with autocast_adapter_dtype=False): adapters, their
     gradients and AdamW's two states in bf16 (2 B), not fp32 (4 B), and no fp32 input casts: with
     every linear adapted, each adapter reads the input full training saves anyway, so activations
-    equal full training's."""
+    equal full training's, less the frozen LM head's input (2 x 16 tokens x 256 wide x 2 B)."""
     base = RunSpec(model=decoder(), batch_size=2, seq_len=16, precision="bf16", optimizer="adamw")
     lora = base.replace(lora=True, lora_rank=8)
     adapters = cm.lora_params(lora)
@@ -633,5 +633,109 @@ def test_lora_in_the_models_dtype_has_no_fp32_adapters_or_input_casts() -> None:
         5_000_000 * 2 + adapters * 2, adapters * 2, 2 * adapters * 2)
     assert (peft["weights"], peft["gradients"], peft["optimizer_state"]) == (
         5_000_000 * 2 + adapters * 4, adapters * 4, 2 * adapters * 4)
-    assert model["activations"] == estimate(base).breakdown["activations"] < peft["activations"]
+    head_input = 2 * 16 * 256 * 2
+    assert model["activations"] == estimate(base).breakdown["activations"] - head_input < peft["activations"]
     assert not cm.lora_casts_inputs(lora.replace(lora_dtype="model")) and cm.lora_casts_inputs(lora)
+
+
+# ------------------------------------------------------------------ LoRA dropout and the LM head
+
+#: decoder(): per layer the adapted inputs are q, k, v, o, up (256 wide each) and down (1024).
+_ADAPTED_INPUT_WIDTH = 5 * 256 + 1024
+#: what full training saves only for those layers' weight gradients: the shared q/k/v input
+#: (256), the eager output projection's input (256), the MLP input (256), the GELU output (1024).
+_SHARED_INPUT_ELEMENTS = 256 + 256 + 256 + 1024
+
+
+def _lora_run(**changes: Any) -> RunSpec:
+    base = dict(model=decoder(), batch_size=2, seq_len=16, precision="bf16", optimizer="adamw",
+                lora=True, lora_rank=8, lora_dtype="model")
+    base.update(changes)
+    return RunSpec(**base)
+
+
+def test_lora_dropout_keeps_each_adapters_dropout_output_and_mask() -> None:
+    """lora_dropout > 0: each adapted layer keeps its dropout's output (bf16, 2 B) and bool mask
+    (1 B) over its input width; the inputs the adapters read as they are (2 B) are no longer
+    saved. 2 x 16 tokens x 4 layers: (2304 x 3 - 1792 x 2) x 128 = 425,984 bytes."""
+    tokens_layers = 2 * 16 * 4
+    plain, dropped = estimate(_lora_run()), estimate(_lora_run(lora_dropout=0.05))
+    extra = (_ADAPTED_INPUT_WIDTH * 3 - _SHARED_INPUT_ELEMENTS * 2) * tokens_layers
+    assert extra == 425_984
+    assert dropped.breakdown["activations"] - plain.breakdown["activations"] == extra
+    assert dropped.breakdown["logits"] == plain.breakdown["logits"]
+    # the probability does not change the bytes; the default (0.0, PEFT's nn.Identity) keeps none
+    assert estimate(_lora_run(lora_dropout=0.5)).breakdown == dropped.breakdown
+    assert _lora_run().lora_dropout == 0.0
+    # PEFT's fp32 casts are what the dropout reads and returns: only the masks are added
+    peft = estimate(_lora_run(lora_dtype="fp32"))
+    peft_dropped = estimate(_lora_run(lora_dtype="fp32", lora_dropout=0.1))
+    assert peft_dropped.breakdown["activations"] - peft.breakdown["activations"] == _ADAPTED_INPUT_WIDTH * tokens_layers
+    # under amp lora_A saves the 16-bit cast of the dropout's output; the per-projection casts
+    # full training keeps (q, k, v each, the MLP input, the GELU output) go
+    amp, amp_dropped = (estimate(_lora_run(precision="amp", lora_dropout=p)) for p in (0.0, 0.1))
+    assert amp_dropped.breakdown["activations"] - amp.breakdown["activations"] == (
+        _ADAPTED_INPUT_WIDTH * 3 - (3 * 256 + 256 + 256 + 1024) * 2) * tokens_layers == 294_912
+    # only while training, only with LoRA
+    assert estimate(_lora_run(lora_dropout=0.1, inference=True)).breakdown == estimate(
+        _lora_run(inference=True)).breakdown
+    assert estimate(_lora_run(lora=False, lora_dropout=0.1)).breakdown == estimate(_lora_run(lora=False)).breakdown
+
+
+def test_lora_dropout_on_named_targets_prices_only_those_layers() -> None:
+    """q_proj,v_proj with dropout: two 256-wide masks and outputs per layer; q and v read their
+    dropouts' outputs and k is frozen, so the shared q/k/v input is no longer saved:
+    (2 x 256 x 3 - 256 x 2) x 128 = 131,072 bytes."""
+    targets = ("q_proj", "v_proj")
+    plain = estimate(_lora_run(lora_targets=targets))
+    dropped = estimate(_lora_run(lora_targets=targets, lora_dropout=0.05))
+    assert dropped.breakdown["activations"] - plain.breakdown["activations"] == (2 * 256 * 3 - 256 * 2) * 128 == 131_072
+
+
+def test_lora_dropout_out_of_range_is_refused() -> None:
+    for bad in (-0.1, 1.0, 1.5, float("nan"), True, "0.1"):
+        with pytest.raises(RunSpecError, match="^lora-dropout must be a probability"):
+            _lora_run(lora_dropout=bad).check()
+    _lora_run(lora_dropout=0).check()
+    _lora_run(lora_dropout=0.999).check()
+
+
+def test_lora_on_the_lm_head_prices_its_adapter_input_and_vocabulary_transients() -> None:
+    """lm_head among the targets: r x (256 + 1000) more adapter parameters; the head's input is
+    saved (for lora_A) where a frozen head saves none (32 tokens x 256 x 2 B = 16,384 bytes); the
+    head's base output, branch and sum are vocabulary-wide at the head. In bf16 with adapters in
+    the model's dtype that is 1000 x (2 + 2 + 2) B per position, under the loss's 1000 x (2 + 4 + 4):
+    the logits term keeps the loss's."""
+    targets = ("q_proj", "v_proj")
+    frozen, head = _lora_run(lora_targets=targets), _lora_run(lora_targets=targets + ("lm_head",))
+    assert cm.lora_head_adapted(head) and not cm.lora_head_adapted(frozen)
+    assert lora_params(head) - lora_params(frozen) == 8 * (256 + 1000) == 10_048
+    a, b = estimate(frozen).breakdown, estimate(head).breakdown
+    assert b["activations"] - a["activations"] == 32 * 256 * 2
+    assert b["logits"] == a["logits"] == 32 * 1000 * (2 + 4 + 4)
+    assert b["gradients"] - a["gradients"] == 10_048 * 2
+    # with dropout the head's adapter keeps its own output and mask in place of the input
+    c = estimate(_lora_run(lora_targets=targets + ("lm_head",), lora_dropout=0.1)).breakdown
+    d = estimate(_lora_run(lora_targets=targets, lora_dropout=0.1)).breakdown
+    assert c["activations"] - d["activations"] == 32 * 256 * 3
+    # in fp32 the loss keeps 1000 x (4 + 4) B per position, the adapted head 1000 x (4 + 4 + 4)
+    fp32 = estimate(_lora_run(precision="fp32", lora_targets=targets + ("lm_head",))).breakdown
+    assert fp32["logits"] == 32 * 1000 * 12
+    assert estimate(_lora_run(precision="fp32", lora_targets=targets)).breakdown["logits"] == 32 * 1000 * 8
+    # PEFT's fp32 adapters in bf16: branch and sum in fp32, 1000 x (2 + 4 + 4): equal to the loss's
+    peft = estimate(_lora_run(lora_dtype="fp32", lora_targets=targets + ("lm_head",))).breakdown
+    assert peft["logits"] == 32 * 1000 * 10
+
+
+def test_all_linear_and_the_lm_head() -> None:
+    """``all-linear,lm_head``: every block linear (as ``all-linear``) and the head."""
+    assert parse_lora_targets("all-linear,lm_head") == ("all-linear", "lm_head")
+    assert parse_lora_targets("all,LM_HEAD,lm_head") == ("all-linear", "lm_head")
+    assert parse_lora_targets("q_proj,lm_head") == ("q_proj", "lm_head")
+    every, with_head = _lora_run(), _lora_run(lora_targets=("all-linear", "lm_head"))
+    with_head.check()
+    assert lora_params(with_head) - lora_params(every) == 8 * (256 + 1000)
+    # a frozen LM head keeps no input under LoRA: full training's activations less 32 x 256 x 2 B
+    assert estimate(with_head).breakdown["activations"] - estimate(every).breakdown["activations"] == 32 * 256 * 2
+    # a classifier task has no LM head to adapt
+    assert lora_params(_lora_run(lora_targets=("lm_head",), task="seq-cls")) == 0
