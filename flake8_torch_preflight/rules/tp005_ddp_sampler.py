@@ -153,6 +153,8 @@ class DdpSampler(Rule):
         shuffle = infer.argument(call, "shuffle", 2)
         shuffled = shuffle is not None and infer.const_values(shuffle) == [True]
         sampler = infer.argument(call, "sampler", 3)
+        if sampler is None and any(kw.arg is None for kw in call.keywords or ()):
+            return  # ``DataLoader(ds, **kwargs)``: the sampler may be among them
         if sampler is not None and not _is_none(sampler):
             plain = loader_use.plain_sampler(sampler)
             if plain is None:

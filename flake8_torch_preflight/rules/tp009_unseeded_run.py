@@ -111,7 +111,7 @@ class UnseededRun(Rule):
                 intent = True
             elif found.kind == INTENT:
                 intent = True
-            else:
+            elif call.root() is node:  # a draw inside another module of the project has no line in this file
                 for generator in found.generators:
                     draws.setdefault(generator, (call, found.label))
         unseeded = [g for g in draws if g not in seeded]
