@@ -236,8 +236,12 @@ def _handed(call: nodes.Call, divisor: Optional[nodes.NodeNG]) -> bool:
 
 
 def _names(expr: nodes.NodeNG) -> Iterator[nodes.NodeNG]:
+    """Names and attribute chains handed over in ``expr``.  An attribute hands only itself: the call
+    given ``args.label_smoothing`` does not receive ``args`` (nor ``args.accum_steps``)."""
     if isinstance(expr, (nodes.Name, nodes.Attribute)):
         yield expr
+    if isinstance(expr, nodes.Attribute) and isinstance(expr.expr, (nodes.Name, nodes.Attribute)):
+        return
     for child in expr.get_children():
         yield from _names(child)
 
