@@ -125,7 +125,7 @@ def test_a_build_that_overflows_is_noted(monkeypatch, capsys: pytest.CaptureFixt
 def test_provenance_that_gives_up_says_so(monkeypatch, capsys: pytest.CaptureFixture) -> None:
     """TP001 needs the whole-file provenance; when it gives up, TP001 is silent and a note says why
     (it used to be silent only).  The other rules still report."""
-    monkeypatch.setattr(provenance, "MAX_STEPS", 5)
+    monkeypatch.setattr(provenance.runner, "MAX_STEPS", 5)
     assert _findings(SCRIPT, "big.py") == [("TP006", 10), ("TP009", 4)]
     assert capsys.readouterr().err.splitlines() == [
         "flake8-torch-preflight: autograd provenance (TP001, TP002) on big.py needed more than 5 statement runs "

@@ -1,25 +1,4 @@
-"""Autograd provenance: which values of a file carry a live autograd graph, and where.
-
-Computed once per file and memoised in ``ctx.memo`` (see :func:`of`)::
-
-    p = provenance.of(ctx)
-    p.is_grad_bearing(expr)     # attached to an autograd graph (or a leaf that requires grad)
-    p.carries_graph(expr)       # attached to a graph that an operation built (not a bare leaf)
-    p.value(expr)               # the full record (a Prov), None where the analysis never ran
-    p.reaching_defs(name)       # the Defs that may reach a Name load / AugAssign target / self.attr
-    p.grad_mode(node)           # ON, OFF or DYNAMIC where ``node`` runs; None when unknown
-    p.call_kind(call)           # MODEL_CALL / MAYBE_MODEL_CALL / LOSS_CALL for the calls that make graphs
-    p.backwards, p.escapes      # every backward() seen, every value that leaves its function
-    p.covers(backward, prov)    # that backward() runs through the graph of a value recorded as prov
-    p.scope_of(node)            # the function (or module) whose analysis covers node
-    p.call_sites(func)          # the file's calls of func (also under other names, by inference)
-    p.calls_only_without_grad(func)   # every in-file call site runs the function under no_grad
-    p.callers_unknown(func)     # func is handed on as a value and never called in the file
-
-A ``Prov`` (see the class) holds the source calls of the graph a value carries, the Defs its
-expression reads (``depends_on`` follows them transitively: liberal "depends on", stops
-included), and whether it is a bare leaf or provably detached.  ``source_text(node, lines)``
-gives an expression as written, for messages.
+"""The runner: the whole-file dataflow that gives every expression of a file its ``Prov``.
 
 **Sources** (a value gets a graph): calling a model (``models.kind`` resolves the callee
 to an ``nn.Module`` with parameters: stubs, the file's classes, DDP/FSDP, ``from_pretrained``
@@ -71,19 +50,38 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 
-from . import dataflow, grad, gradients, infer, models, notes
-from .torch_names import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
-
-if TYPE_CHECKING:
-    from .build import FileContext
-
-#: Grad modes (``grad_mode``): autograd on, off, or set by a run-time expression.
-ON, OFF, DYNAMIC = "on", "off", "dynamic"
+from .. import dataflow, grad, gradients, infer, models, notes
+from ..torch_names import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
+from .callers import CallSites
+from .lattice import (
+    _EMPTY,
+    CONSTANT,
+    DYNAMIC,
+    OFF,
+    ON,
+    UNKNOWN,
+    Backward,
+    Def,
+    Escape,
+    Prov,
+    _element,
+    _Env,
+    _instantiate,
+    _join_envs,
+    _join_mode,
+    _pick,
+    _plain,
+    _read,
+    derived,
+    join,
+    join_all,
+    stop,
+)
 
 #: ``call_kind`` results.
 MODEL_CALL, MAYBE_MODEL_CALL, LOSS_CALL = "model", "maybe-model", "loss"
@@ -115,48 +113,6 @@ PASS_BUILTINS = frozenset(
     {"sum", "max", "min", "abs", "list", "tuple", "sorted", "reversed", "zip", "enumerate", "iter", "next", "map",
      "filter", "dict", "set", "getattr", "frozenset"}
 )
-
-
-def host_value(expr: nodes.NodeNG) -> bool:
-    """``expr`` is, by its syntax alone, a value without a graph: a literal, ``t.item()`` and the
-    other stop methods, ``t.shape``, a builtin such as ``len(t)`` or ``float(t)`` that the file does
-    not rebind, or arithmetic on those.  The whole-file analysis gives the same answer; rules ask
-    this first so that ``total += loss.item()`` or ``i += 1`` does not start it."""
-    if isinstance(expr, nodes.Const):
-        return True
-    if isinstance(expr, (nodes.BinOp, nodes.BoolOp, nodes.UnaryOp, nodes.Compare)):
-        return all(host_value(child) for child in expr.get_children())
-    if isinstance(expr, nodes.Attribute):
-        return expr.attrname in STOP_ATTRIBUTES
-    if isinstance(expr, nodes.Subscript):
-        return host_value(expr.value)  # ``t.shape[0]``
-    if isinstance(expr, nodes.Call) and isinstance(expr.func, nodes.Attribute):
-        return expr.func.attrname in STOP_METHODS
-    if isinstance(expr, nodes.Call) and isinstance(expr.func, nodes.Name) and expr.func.name in STOP_BUILTINS:
-        try:
-            scope, _ = expr.func.lookup(expr.func.name)
-        except Exception:  # astroid lookup failure: not known to be the builtin
-            return False
-        return isinstance(scope, nodes.Module) and scope.name == "builtins"
-    return False
-
-
-def could_be_model_call(call: nodes.Call, memo: Dict[int, Optional[str]]) -> bool:
-    """A necessary condition, without the whole-file analysis, for ``call_kind(call)`` to be
-    MODEL_CALL or MAYBE_MODEL_CALL: the callee is named like a model, resolves to a model, or is
-    ``checkpoint(model, ...)``.  ``memo`` caches ``models.kind`` per expression for one file.
-    It mirrors the ways ``_Runner.call`` records MODEL_CALL/MAYBE_MODEL_CALL: a new way there needs
-    a matching case here."""
-    func = call.func
-    if not isinstance(func, (nodes.Name, nodes.Attribute)):
-        return False
-    method = func.attrname if isinstance(func, nodes.Attribute) else None
-    callee = func.expr if method == "forward" else func  # type: ignore[union-attr]
-    if models.model_named(callee) or models.kind(func, memo) == models.MODEL:
-        return True
-    if method == "forward" and models.kind(func.expr, memo) == models.MODEL:  # type: ignore[union-attr]
-        return True
-    return bool(call.args) and (infer.callee_qname(call) or infer.dotted_name(func)) in CHECKPOINT_FUNCTIONS
 
 
 #: Libraries whose functions turn tensors into host numbers/arrays.
@@ -202,14 +158,6 @@ BACKWARD_OWNER = re.compile(r"accelerat|fabric|engine|trainer|deepspeed|^self$",
 #: Fallback by name: a ``with`` context that is not torch's but is named for grad mode makes the mode DYNAMIC.
 OPAQUE_GRAD_CONTEXT = re.compile(r"grad|inference", re.IGNORECASE)
 
-#: Lightning hooks the framework runs under no_grad / inference_mode.
-LIGHTNING_EVAL_HOOKS = frozenset(
-    {"validation_step", "test_step", "predict_step", "validation_epoch_end", "test_epoch_end",
-     "on_validation_epoch_end", "on_test_epoch_end", "on_predict_epoch_end", "on_validation_batch_end",
-     "on_test_batch_end", "on_predict_batch_end"}
-)
-_LIGHTNING_BASE = re.compile(r"(^|\.)LightningModule$")
-
 #: Loop body runs per loop and round, and whole-file rounds for corroboration.
 MAX_LOOP_ITERATIONS = 3
 MAX_ROUNDS = 3
@@ -219,174 +167,11 @@ MAX_ROUNDS = 3
 MAX_STEPS = 200_000
 
 
-#: Transitive dependency sets kept per file (``Provenance._closure``).
-_CLOSURES_KEPT = 64
-
-
 class _TooBig(Exception):
     """The file needs more work than MAX_STEPS: give up on it."""
 
 
-_EMPTY: FrozenSet = frozenset()
-_GRAD_OFF_WORDS = frozenset({"no_grad", "inference_mode", "set_grad_enabled"})
 _TRY_NODES = tuple(getattr(nodes, name) for name in ("Try", "TryStar") if hasattr(nodes, name))
-_MEMO_KEY = "provenance"
-
-
-@dataclass(frozen=True)
-class Prov:
-    """What a value is made of.
-
-    ``sources``: ids of the source nodes whose graph it carries (non-empty = grad-bearing).
-    ``maybe``: ids of unconfirmed candidate sources (unknown models, DYNAMIC-mode results).
-    ``params``: parameters of the analysed function that flow into it (for function summaries).
-    ``deps``: ids of the Defs it was computed from directly (the bindings its expression reads, stops
-    included); what those were computed from is followed by ``Provenance.depends_on`` when asked.
-    Kept direct so that a chain of n rebindings (``v2 = v1 * 2``, ``loss = loss + term``) holds n
-    small sets, not n sets of up to n ids (1 GB for 2,900 lines when each held the whole chain).
-    ``leaf``: a leaf requiring grad (a parameter, ``requires_grad=True``), no operation's graph.
-    ``stopped``: provably carries no graph (a stop, a constant, computed with autograd off).
-    ``elts``/``keys``: per-element records of a tuple/list display or a dict with constant keys.
-    """
-
-    sources: FrozenSet[int] = _EMPTY
-    maybe: FrozenSet[int] = _EMPTY
-    params: FrozenSet[str] = _EMPTY
-    deps: FrozenSet[int] = _EMPTY
-    leaf: bool = False
-    stopped: bool = False
-    elts: Optional[Tuple["Prov", ...]] = None
-    keys: Optional[Tuple[Tuple[str, "Prov"], ...]] = None
-
-    @property
-    def grad(self) -> bool:
-        return bool(self.sources)
-
-    @property
-    def graph(self) -> bool:
-        """Grad-bearing through an operation's graph (not only a bare leaf)."""
-        return bool(self.sources) and not self.leaf
-
-
-UNKNOWN = Prov()
-CONSTANT = Prov(stopped=True)
-
-
-def join(a: Prov, b: Prov) -> Prov:
-    """The value may be ``a`` or ``b`` (or holds both)."""
-    if a is b:
-        return a
-    elts = None
-    if a.elts is not None and b.elts is not None and len(a.elts) == len(b.elts):
-        elts = tuple(join(x, y) for x, y in zip(a.elts, b.elts))
-    keys = None
-    if a.keys is not None and b.keys is not None:
-        merged: Dict[str, Prov] = dict(a.keys)
-        for k, v in b.keys:
-            merged[k] = join(merged[k], v) if k in merged else v
-        keys = tuple(sorted(merged.items()))
-    sources = a.sources | b.sources
-    return Prov(
-        sources=sources,
-        maybe=a.maybe | b.maybe,
-        params=a.params | b.params,
-        deps=a.deps | b.deps,
-        leaf=bool(sources) and (a.leaf or not a.sources) and (b.leaf or not b.sources),
-        stopped=a.stopped and b.stopped,
-        elts=elts,
-        keys=keys,
-    )
-
-
-def join_all(provs: Iterable[Prov], empty: Prov = UNKNOWN) -> Prov:
-    """``join`` over ``provs`` (``empty`` when there is none).  Many records (a name that an
-    ``if``-ladder rebinds reaches through every rung) are joined in one pass over their sets."""
-    items = provs if isinstance(provs, list) else list(provs)
-    if len(items) <= 2:
-        result: Optional[Prov] = None
-        for p in items:
-            result = p if result is None else join(result, p)
-        return empty if result is None else result
-    if all(p.elts is None and p.keys is None for p in items):
-        return _flat_join(items, _EMPTY.union(*(p.deps for p in items)))
-    result = items[0]
-    for p in items[1:]:
-        result = join(result, p)
-    return result
-
-
-def derived(p: Prov) -> Prov:
-    """The result of an operation on ``p``: same graph, no longer a leaf or a container."""
-    return Prov(sources=p.sources, maybe=p.maybe, params=p.params, deps=p.deps, stopped=p.stopped)
-
-
-def stop(p: Prov) -> Prov:
-    """A stop: no graph, still computed from ``p``."""
-    return Prov(deps=p.deps, stopped=True)
-
-
-class Def:
-    """One binding of a name (or ``self.attr``): its node and the union of values it was bound to."""
-
-    __slots__ = ("node", "name", "prov", "scope")
-
-    def __init__(self, node: nodes.NodeNG, name: str, scope: nodes.NodeNG) -> None:
-        self.node = node
-        self.name = name
-        self.scope = scope
-        self.prov: Prov = UNKNOWN
-
-    def __repr__(self) -> str:  # pragma: no cover - debugging aid
-        return "Def({}@{})".format(self.name, getattr(self.node, "lineno", "?"))
-
-
-@dataclass
-class Backward:
-    """A backward pass: ``call`` backpropagates ``values`` (their joined record is ``prov``)."""
-
-    call: nodes.Call
-    values: List[nodes.NodeNG]
-    prov: Prov
-    #: ``retain_graph=True``/``create_graph=True``, or ``autograd.grad``: the saved activations may stay.
-    retain: bool
-    scope: nodes.NodeNG
-
-
-@dataclass
-class Escape:
-    """A value leaving its function: returned, yielded, or stored on ``self``/an outer object."""
-
-    node: nodes.NodeNG
-    prov: Prov
-    scope: nodes.NodeNG
-
-
-class _Env:
-    __slots__ = ("names", "mode")
-
-    def __init__(self, names: Dict[str, FrozenSet[Def]], mode: str) -> None:
-        self.names = names
-        self.mode = mode
-
-    def copy(self) -> "_Env":
-        return _Env(dict(self.names), self.mode)
-
-    def same(self, other: "_Env") -> bool:
-        return self.mode == other.mode and self.names == other.names
-
-
-def _join_envs(envs: Iterable[Optional[_Env]]) -> Optional[_Env]:
-    live = [e for e in envs if e is not None]
-    if not live:
-        return None
-    names: Dict[str, FrozenSet[Def]] = dict(live[0].names)
-    mode = live[0].mode
-    for env in live[1:]:
-        for key, defs in env.names.items():
-            names[key] = names[key] | defs if key in names else defs
-        if env.mode != mode:
-            mode = DYNAMIC
-    return _Env(names, mode)
 
 
 @dataclass
@@ -395,29 +180,20 @@ class _Loop:
     continues: List[_Env] = field(default_factory=list)
 
 
-def _join_mode(a: Optional[str], b: str) -> str:
-    return b if a is None or a == b else DYNAMIC
-
-
-class Provenance:
-    """The provenance of every expression of one file (see the module docstring)."""
+class Analysis(CallSites):
+    """The runs over one file: every function (and the module body) analysed, in rounds until the
+    corroborated sources stop growing; the records they leave are what the queries read."""
 
     def __init__(self, module: nodes.Module) -> None:
-        self.module = module
+        super().__init__(module)
         self._kind_memo: Dict[int, Optional[str]] = {}
         self._qname_memo: Dict[int, Optional[str]] = {}
-        self._func_memo: Dict[int, Optional[nodes.FunctionDef]] = {}
         self._unresolved_memo: Dict[int, bool] = {}
         self._callee_memo: Dict[int, Optional[object]] = {}
         self._start_memo: Dict[int, str] = {}
-        self._sites_memo: Dict[int, List[nodes.Call]] = {}
-        self._calls_by_name: Optional[Dict[str, List[nodes.Call]]] = None
-        self._grad_off_names: Optional[bool] = None
-        self._value_names: Optional[Set[str]] = None
         self._confirmed: Set[int] = set()
         self._confirmed_defs: Set[int] = set()
         self._maybe_models: Set[int] = set()
-        self._closures: Dict[int, Tuple[Prov, FrozenSet[int]]] = {}
         for _ in range(MAX_ROUNDS):
             before = (len(self._confirmed), len(self._confirmed_defs))
             self._reset()
@@ -431,213 +207,6 @@ class Provenance:
                 break
             if (len(self._confirmed), len(self._confirmed_defs)) == before:
                 break
-
-    # ------------------------------------------------------------------ API
-    def value(self, expr: nodes.NodeNG) -> Optional[Prov]:
-        """The record of ``expr`` (joined over every time it was evaluated), None if never evaluated."""
-        return self._expr.get(id(expr))
-
-    def is_grad_bearing(self, expr: nodes.NodeNG) -> bool:
-        p = self._expr.get(id(expr))
-        return p is not None and p.grad
-
-    def carries_graph(self, expr: nodes.NodeNG) -> bool:
-        p = self._expr.get(id(expr))
-        return p is not None and p.graph
-
-    def reaching_defs(self, node: nodes.NodeNG) -> Optional[FrozenSet[Def]]:
-        """Defs reaching a Name load, an AugAssign target or a ``self.attr`` load (None: not analysed)."""
-        return self._reach.get(id(node))
-
-    def def_by_id(self, ident: int) -> Optional[Def]:
-        return self._defs_by_id.get(ident)
-
-    def def_of(self, binding: nodes.NodeNG) -> Optional[Def]:
-        """The Def created by a binding node (AssignName, AssignAttr on self)."""
-        return self._defs.get(id(binding))
-
-    def grad_mode(self, node: nodes.NodeNG) -> Optional[str]:
-        """ON / OFF / DYNAMIC where ``node`` runs (nearest analysed enclosing node), None when unknown."""
-        current: Optional[nodes.NodeNG] = node
-        while current is not None:
-            mode = self._mode.get(id(current))
-            if mode is not None:
-                return mode
-            if isinstance(current, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)):
-                return None
-            current = current.parent
-        return None
-
-    def call_kind(self, call: nodes.Call) -> Optional[str]:
-        """MODEL_CALL, MAYBE_MODEL_CALL (unresolved, named like a model) or LOSS_CALL; None otherwise."""
-        return self._call_kinds.get(id(call))
-
-    def confirmed(self, call: nodes.Call) -> bool:
-        """A MAYBE_MODEL_CALL corroborated by a backward() or a resolved loss."""
-        return id(call) in self._confirmed
-
-    def scope_of(self, node: nodes.NodeNG) -> nodes.NodeNG:
-        """The function (or module) whose analysis covers ``node``."""
-        scope = node.scope()
-        while not isinstance(scope, (nodes.FunctionDef, nodes.Module)):
-            scope = scope.parent.scope() if scope.parent is not None else self.module
-        return scope
-
-    def graph_defs(self, prov: Prov) -> Set[int]:
-        """Ids of the Defs ``prov`` was computed from (transitively) that themselves carry a graph."""
-        return {ident for ident in self._closure(prov) if self._carries(ident)}
-
-    def depends_on(self, prov: Prov, idents: "FrozenSet[int] | Set[int]") -> bool:
-        """``prov`` was computed, directly or through other bindings, from one of the Defs ``idents``."""
-        return bool(idents) and not self._closure(prov).isdisjoint(idents)
-
-    def covers(self, backward: Backward, prov: Prov) -> bool:
-        """Does ``backward`` run through the graph of a value recorded as ``prov`` (same source
-        calls, or computed from the same grad-bearing bindings), freeing its saved activations?"""
-        if backward.prov.sources & prov.sources:
-            return True
-        through = self._closure(backward.prov)
-        # Walk what ``prov`` was computed from, nearest bindings first, and stop at the first
-        # grad-bearing one the backward also runs through (usually the first: ``loss = loss + t``).
-        seen: Set[int] = set()
-        stack = list(prov.deps)
-        while stack:
-            ident = stack.pop()
-            if ident in seen:
-                continue
-            seen.add(ident)
-            if ident in through and self._carries(ident):
-                return True
-            d = self._defs_by_id.get(ident)
-            if d is not None:
-                stack.extend(d.prov.deps)
-        return False
-
-    def _carries(self, ident: int) -> bool:
-        d = self._defs_by_id.get(ident)
-        return d is not None and d.prov.graph
-
-    def _closure(self, prov: Prov) -> FrozenSet[int]:
-        """Every Def ``prov`` was computed from, followed through the Defs' own records.  The last
-        few are memoised (a backward's is asked for every value kept in its loop); a bounded
-        memo keeps memory linear in the file."""
-        cached = self._closures.get(id(prov))
-        if cached is not None and cached[0] is prov:
-            return cached[1]
-        seen: Set[int] = set(prov.deps)
-        stack = list(seen)
-        while stack:
-            d = self._defs_by_id.get(stack.pop())
-            if d is None:
-                continue
-            for ident in d.prov.deps:
-                if ident not in seen:
-                    seen.add(ident)
-                    stack.append(ident)
-        closure = frozenset(seen)
-        if len(self._closures) >= _CLOSURES_KEPT:
-            self._closures.clear()
-        self._closures[id(prov)] = (prov, closure)
-        return closure
-
-    def backwards_in(self, scope: nodes.NodeNG) -> List[Backward]:
-        return [b for b in self.backwards if b.scope is scope]
-
-    def escapes_in(self, scope: nodes.NodeNG) -> List[Escape]:
-        return [e for e in self.escapes if e.scope is scope]
-
-    def _named_sites(self, func: nodes.FunctionDef) -> List[nodes.Call]:
-        """Calls of ``func`` under its own name (found by name, confirmed by inference)."""
-        if self._calls_by_name is None:
-            table: Dict[str, List[nodes.Call]] = {}
-            for call in self.module.nodes_of_class(nodes.Call):
-                name = infer.call_name(call)
-                if name is not None:
-                    table.setdefault(name, []).append(call)
-            self._calls_by_name = table
-        return [c for c in self._calls_by_name.get(func.name, []) if self._function_of(c.func) is func]
-
-    def call_sites(self, func: nodes.FunctionDef) -> List[nodes.Call]:
-        """Calls of the file that invoke ``func`` (by name first, then confirmed by inference)."""
-        cached = self._sites_memo.get(id(func))
-        if cached is not None:
-            return cached
-        sites = self._named_sites(func)
-        if self._used_as_value(func.name):
-            assert self._calls_by_name is not None
-            # ``step = make_step(model)`` / ``return inner``: calls under other names, found by inference.
-            for name, calls in self._calls_by_name.items():
-                if name != func.name:
-                    sites.extend(c for c in calls if self._function_of(c.func) is func)
-        self._sites_memo[id(func)] = sites
-        return sites
-
-    def callers_unknown(self, func: nodes.FunctionDef) -> bool:
-        """The function is handed on as a value (a callback, a returned closure) and no call of it
-        is found in the file: who calls it, and with autograd on or off, is unknown."""
-        return self._used_as_value(func.name) and not self.call_sites(func)
-
-    def _used_as_value(self, name: str) -> bool:
-        """``name`` appears other than as the callee of a call (returned, assigned, passed on)."""
-        if self._value_names is None:
-            found: Set[str] = set()
-            for node in self.module.nodes_of_class((nodes.Name, nodes.Attribute)):
-                if isinstance(node.parent, nodes.Call) and node.parent.func is node:
-                    continue
-                found.add(node.name if isinstance(node, nodes.Name) else node.attrname)
-            self._value_names = found
-        return name in self._value_names
-
-    def is_lightning_eval_hook(self, func: nodes.FunctionDef) -> bool:
-        """``validation_step``/``test_step``/``predict_step`` (and epoch-end hooks) of a LightningModule,
-        or of any class when the file never calls the method itself (the framework does)."""
-        if func.name not in LIGHTNING_EVAL_HOOKS or not func.is_method():
-            return False
-        klass = func.parent.frame()
-        if isinstance(klass, nodes.ClassDef):
-            for base in klass.bases:
-                dotted = infer.dotted_name(base)
-                if dotted is not None and _LIGHTNING_BASE.search(dotted):
-                    return True
-        return not self.call_sites(func)
-
-    def calls_only_without_grad(self, func: nodes.FunctionDef, depth: int = 2) -> bool:
-        """The function has call sites in the file and every one runs with autograd off
-        (a ``no_grad`` block, a decorated caller, a Lightning eval hook, or a caller that
-        is itself only called that way, ``depth`` levels up)."""
-        if not self._grad_off_in_file():
-            return False  # nothing in the file turns autograd off: skip the call-site search
-        if not all(self._site_grad_off(site, func, depth) for site in self._named_sites(func)):
-            return False  # one call with autograd on decides it: no search for calls under other names
-        sites = self.call_sites(func)
-        return bool(sites) and all(self._site_grad_off(site, func, depth) for site in sites)
-
-    def _site_grad_off(self, site: nodes.Call, func: nodes.FunctionDef, depth: int) -> bool:
-        if grad.grad_disabled(site):
-            return True
-        caller = self.scope_of(site)
-        if isinstance(caller, nodes.FunctionDef) and caller is not func:
-            if grad.function_grad_off(caller) or self.is_lightning_eval_hook(caller):
-                return True
-            if depth > 1 and self.calls_only_without_grad(caller, depth - 1):
-                return True
-        return False
-
-    def _grad_off_in_file(self) -> bool:
-        """Cheap syntactic test: the file names a grad-off context or defines a Lightning eval hook."""
-        if self._grad_off_names is None:
-            found = False
-            kinds = (nodes.Name, nodes.Attribute, nodes.FunctionDef, nodes.ImportFrom)
-            for node in self.module.nodes_of_class(kinds):
-                if isinstance(node, nodes.ImportFrom):
-                    labels = [name for name, _ in node.names]
-                else:
-                    labels = [node.attrname if isinstance(node, nodes.Attribute) else node.name]
-                if any(label in _GRAD_OFF_WORDS or label in LIGHTNING_EVAL_HOOKS for label in labels):
-                    found = True
-                    break
-            self._grad_off_names = found
-        return self._grad_off_names
 
     # ------------------------------------------------------------ the runs
     def _reset(self) -> None:
@@ -734,13 +303,6 @@ class Provenance:
     def _kind(self, expr: nodes.NodeNG) -> Optional[str]:
         return models.kind(expr, self._kind_memo)
 
-    def _function_of(self, expr: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
-        key = id(expr)
-        if key not in self._func_memo:
-            func = infer.function_def(expr)
-            self._func_memo[key] = func if func is not None and func.root() is self.module else None
-        return self._func_memo[key]
-
     # ------------------------------------------------------------ recording
     def _record(self, node: nodes.NodeNG, prov: Prov) -> Prov:
         old = self._expr.get(id(node))
@@ -783,7 +345,7 @@ class Provenance:
 class _Runner:
     """Reaching definitions and values over one function (or the module body)."""
 
-    def __init__(self, owner: Provenance, scope: nodes.NodeNG) -> None:
+    def __init__(self, owner: Analysis, scope: nodes.NodeNG) -> None:
         self.p = owner
         self.scope = scope
         self.loops: List[_Loop] = []
@@ -1424,73 +986,6 @@ class _Runner:
 
 
 # ------------------------------------------------------------------ helpers
-def _plain(p: Prov) -> Dict[str, object]:
-    return {"sources": p.sources, "maybe": p.maybe, "params": p.params, "deps": p.deps, "leaf": p.leaf,
-            "stopped": p.stopped}
-
-
-def _element(p: Prov) -> Prov:
-    """An element of an iterable with record ``p``."""
-    if p.elts is not None:
-        return Prov(**_plain(join_all(p.elts, CONSTANT)))
-    return Prov(**_plain(p))
-
-
-def _pick(base: Prov, index: nodes.NodeNG) -> Optional[Prov]:
-    if isinstance(index, nodes.Const):
-        if base.elts is not None and isinstance(index.value, int) and -len(base.elts) <= index.value < len(base.elts):
-            return base.elts[index.value]
-        if base.keys is not None and isinstance(index.value, str):
-            for key, value in base.keys:
-                if key == index.value:
-                    return value
-    return None
-
-
-def _read(defs: FrozenSet[Def]) -> Prov:
-    """The value of a name (or ``self.attr``) that ``defs`` reach: their records joined, depending
-    directly on those Defs (not on what they depend on: ``depends_on`` follows that)."""
-    if not defs:
-        return UNKNOWN
-    deps = frozenset(id(d) for d in defs)
-    if len(defs) <= 2 or any(d.prov.elts is not None or d.prov.keys is not None for d in defs):
-        prov = join_all(d.prov for d in defs)
-        return Prov(prov.sources, prov.maybe, prov.params, deps, prov.leaf, prov.stopped, prov.elts, prov.keys)
-    return _flat_join([d.prov for d in defs], deps)  # many Defs (an ``if``-ladder's rungs): one pass
-
-
-def _flat_join(provs: List[Prov], deps: FrozenSet[int]) -> Prov:
-    """``join`` of records without element or key structure, in one pass over their sets, with
-    ``deps`` as the result's direct dependencies."""
-    sources = _EMPTY.union(*(p.sources for p in provs))
-    return Prov(
-        sources=sources,
-        maybe=_EMPTY.union(*(p.maybe for p in provs)),
-        params=_EMPTY.union(*(p.params for p in provs)),
-        deps=deps,
-        leaf=bool(sources) and all(p.leaf or not p.sources for p in provs),
-        stopped=all(p.stopped for p in provs),
-    )
-
-
-def _instantiate(summary: Prov, mapping: Dict[str, Prov], deps: FrozenSet[int]) -> Prov:
-    """A function summary with its parameters replaced by the call's arguments."""
-    result = Prov(summary.sources, summary.maybe, _EMPTY, summary.deps | deps, summary.leaf, summary.stopped)
-    for param in summary.params:
-        arg = mapping.get(param)
-        if arg is not None:
-            result = join(result, Prov(**_plain(arg)))
-        else:
-            result = Prov(result.sources, result.maybe, result.params, result.deps, result.leaf, False)
-    elts = None
-    if summary.elts is not None:
-        elts = tuple(_instantiate(e, mapping, deps) for e in summary.elts)
-    keys = None
-    if summary.keys is not None:
-        keys = tuple((k, _instantiate(v, mapping, deps)) for k, v in summary.keys)
-    return Prov(result.sources, result.maybe, result.params, result.deps, result.leaf, result.stopped, elts, keys)
-
-
 def _is_self_attr(node: nodes.NodeNG) -> bool:
     return (
         isinstance(node, (nodes.Attribute, nodes.AssignAttr))
@@ -1542,28 +1037,3 @@ def _first_argument(call: nodes.Call, keyword: str) -> Optional[nodes.NodeNG]:
     if call.args:
         return call.args[0]
     return _keyword(call, keyword)
-
-
-def source_text(node: nodes.NodeNG, lines: Sequence[str]) -> Optional[str]:
-    """The source of ``node`` as written, whitespace collapsed (None without positions).
-
-    Read from the file's lines rather than unparsed with ``as_string()``, which recurses
-    and overflows on long expressions."""
-    start, col = getattr(node, "lineno", None), getattr(node, "col_offset", None)
-    end, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
-    if None in (start, col, end, end_col) or not 0 < start <= end <= len(lines) or end - start > 20:
-        return None
-    if start == end:
-        text = lines[start - 1][col:end_col]
-    else:
-        text = lines[start - 1][col:] + "".join(lines[start:end - 1]) + lines[end - 1][:end_col]
-    return " ".join(text.split())
-
-
-def of(ctx: "FileContext") -> Provenance:
-    """The file's provenance, computed on first use and memoised in ``ctx.memo``."""
-    result = ctx.memo.get(_MEMO_KEY)
-    if result is None:
-        result = Provenance(ctx.module)
-        ctx.memo[_MEMO_KEY] = result
-    return result
