@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from ..analysis import dataflow, device, entrypoint, infer, loader_use, loops, training_step
+from ..analysis import dataflow, device, entrypoint, infer, loader_use, loops, static_values, training_step
 from ..analysis.torch_names import DATALOADERS
 from ._base import Rule, register, text_gate
 
@@ -48,6 +48,14 @@ CHEAP_MODULES = frozenset({"builtins", "random"})
 #: How many bindings, wrappers and helpers are followed to the dataset's class.
 MAX_DATASET_DEPTH = 4
 
+#: Per-item work of an array held in memory that is only converted to a tensor (``_torchvision_work``):
+#: real but small (tens of microseconds an item), so it matters over a long run, not a short one.
+LIGHT = "light"
+
+#: A run of at most this many epochs over a ``LIGHT`` dataset is a demonstration (a tutorial's couple
+#: of epochs): its loading costs seconds, less than starting worker processes each epoch.
+SHORT_RUN_EPOCHS = 5
+
 #: Calls a ``__getitem__`` may make and still only index memory (building a tensor or a number from
 #: what ``__init__`` loaded); any other call is taken as per-item work that workers would take over.
 CHEAP_ITEM_CALLS = frozenset(
@@ -77,8 +85,9 @@ class StarvedDataLoader(Rule):
         "results, so this is a tuning observation for files that train on CUDA (device strings, .cuda(), "
         "torch.cuda, nccl). The rule reports a loader with no worker processes when the dataset's per-item "
         "work is seen: a dataset class of the project (this file or a module it imports) whose __getitem__ "
-        "reads or decodes files, runs a transform or a tokenizer, or a torchvision dataset that reads files "
-        "or augments per item (the dataset is followed through assignments, in-file call sites, "
+        "reads or decodes files, runs a transform or a tokenizer, or a torchvision dataset (one that reads "
+        "files, or one such as MNIST or CIFAR that holds its split as an array and converts each item to "
+        "a tensor, with or without augmentation) (the dataset is followed through assignments, in-file call sites, "
         "random_split, Subset/ConcatDataset and helpers that return it). It reports it when its batches "
         "feed a training loop, or an evaluation of the trained model that runs every epoch; the same "
         "message names a missing pin_memory. A loader that only lacks pinned memory is reported when the "
@@ -90,10 +99,11 @@ class StarvedDataLoader(Rule):
         "The loader is resolved as torch.utils.data.DataLoader through any alias. Not reported: loaders over "
         "data already in memory (a TensorDataset, a range, a literal list or a tensor; a dataset class of "
         "the project whose __getitem__ only indexes what __init__ loaded, pre-built graphs or pre-tokenized "
-        "samples included, with helpers of the project that do the same; MNIST, CIFAR, SVHN and the other "
+        "samples included, with helpers of the project that do the same); MNIST, CIFAR, SVHN and the other "
         "torchvision datasets that hold their split as an array, when the transform only converts it "
-        "(ToTensor, Normalize)); loaders whose dataset's per-item work cannot be seen (a dataset of another "
-        "package such as Hugging Face datasets, a factory of another module, a parameter no call site "
+        "(ToTensor, Normalize) and every loop reading the loader runs at most 5 epochs (a tutorial's "
+        "demonstration run: loading costs seconds, less than starting worker processes each epoch); "
+        "loaders whose dataset's per-item work cannot be seen (a dataset of another package such as Hugging Face datasets, a factory of another module, a parameter no call site "
         "shows), for which only the pinning check applies; a loader that has workers but no pinned memory "
         "when no loop training from it copies with non_blocking=True (the copy blocks either way); values "
         "passed through a **kwargs dict that cannot be read; datasets whose tensors are already on the GPU "
@@ -175,6 +185,8 @@ class StarvedDataLoader(Rule):
         if settings is None:
             return
         work = _per_item_work(settings.get("dataset"), MAX_DATASET_DEPTH)
+        if work is LIGHT and _short_run(self._consumers.flows(node)):
+            return  # an in-memory array converted per item, for a few epochs: seconds, not a starved run
         if work is False:
             return  # indexing what is already in memory: worker processes and pinning add nothing
         module = node.root()
@@ -269,11 +281,12 @@ def _dict_mutated(name: nodes.Name) -> bool:
     return False
 
 
-def _per_item_work(dataset: object, depth: int) -> Optional[bool]:
+def _per_item_work(dataset: object, depth: int) -> object:
     """Whether reading one item of ``dataset`` does work that worker processes would take over
     (open or decode a file, run a transform or a tokenizer), read from what the expression is
-    bound to: True when that work is seen, False when the data is seen to be in memory already
-    (a TensorDataset, a tensor, a list, a class whose item only indexes memory), None when the
+    bound to: True when that work is seen, ``LIGHT`` for an in-memory array converted per item,
+    False when the data is seen to be in memory already (a TensorDataset, a tensor, a list, a
+    class whose item only indexes memory), None when the
     item's work cannot be seen (a dataset of another package, a factory's result, a parameter with
     no call site)."""
     if not isinstance(dataset, nodes.NodeNG) or depth <= 0:
@@ -312,16 +325,47 @@ def _bound_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
     return infer.parameter_arguments(expr)
 
 
-def _combine(found: List[Optional[bool]]) -> Optional[bool]:
+def _combine(found: List[object]) -> object:
     """Work seen on any reaching value counts; in memory only when every value is."""
     if any(f is True for f in found):
         return True
+    if any(f is LIGHT for f in found) and all(f is LIGHT or f is False for f in found):
+        return LIGHT
     if found and all(f is False for f in found):
         return False
     return None
 
 
-def _call_work(call: nodes.Call, depth: int) -> Optional[bool]:
+def _short_run(uses: "loader_use.Uses") -> bool:
+    """Every loop reading the loader runs at most ``SHORT_RUN_EPOCHS`` times: once (no epoch loop), or
+    inside ``for epoch in range(N)`` loops whose N is a known small number (``num_epochs = 2``)."""
+    reads = list(zip(uses.training_loops, uses.routes)) + list(zip(uses.other_loops, uses.other_routes))
+    if not reads:
+        return False
+    for loop, route in reads:
+        if isinstance(loop, nodes.While) or infer.call_name(loop.iter) == "range":
+            return False  # batches drawn with next() for a number of steps: the run's length is not in epochs
+        for outer in loader_use.epoch_loops(loop, route):
+            count = _range_count(outer)
+            if count is None or count > SHORT_RUN_EPOCHS:
+                return False
+    return True
+
+
+def _range_count(loop: nodes.NodeNG) -> Optional[int]:
+    """N for ``for ... in range(N)`` / ``range(a, b)`` with known bounds, else None."""
+    if not isinstance(loop, nodes.For) or not isinstance(loop.iter, nodes.Call):
+        return None
+    if infer.call_name(loop.iter) != "range" or not 1 <= len(loop.iter.args) <= 2:
+        return None
+    bounds = [static_values.int_value(a) for a in loop.iter.args]
+    if any(b is None for b in bounds):
+        return None
+    values = [b.value for b in bounds if b is not None]
+    return values[0] if len(values) == 1 else values[1] - values[0]
+
+
+def _call_work(call: nodes.Call, depth: int) -> object:
     """Per-item work of the dataset a call builds: a torch wrapper of other datasets, a torchvision
     dataset, a class of the project, or an in-file function's returned dataset."""
     callee = infer.callee_qname(call)
@@ -347,15 +391,16 @@ def _call_work(call: nodes.Call, depth: int) -> Optional[bool]:
     return None
 
 
-def _torchvision_work(call: nodes.Call, dotted: str) -> bool:
-    """A torchvision dataset reads and decodes files per item, except those that hold the whole split
-    as an array in memory (MNIST, CIFAR, SVHN) and whose transform only converts the array to a tensor."""
+def _torchvision_work(call: nodes.Call, dotted: str) -> object:
+    """A torchvision dataset reads and decodes files per item (True), except those that hold the whole
+    split as an array in memory (MNIST, CIFAR, SVHN): their item is the array converted to an image and
+    passed through the transform, ``LIGHT`` work when the transform only converts it to a tensor."""
     if dotted.rsplit(".", 1)[-1] not in TORCHVISION_IN_MEMORY:
         return True
     transform = next((kw.value for kw in call.keywords or () if kw.arg == "transform"), None)
-    if transform is None:
-        return False  # the item is the array converted to an image: nothing else to do
-    return not _converts_only(transform, MAX_DATASET_DEPTH)
+    if transform is None or _converts_only(transform, MAX_DATASET_DEPTH):
+        return LIGHT
+    return True
 
 
 def _converts_only(transform: nodes.NodeNG, depth: int) -> bool:
