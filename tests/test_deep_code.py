@@ -73,7 +73,7 @@ def test_flake8s_tree_is_left_as_it_was() -> None:
 
 
 def test_ordinary_code_is_built_from_flake8s_tree_unchanged() -> None:
-    source = Path(provenance.__file__).read_text(encoding="utf-8")
+    source = Path(provenance.runner.__file__).read_text(encoding="utf-8")
     tree = ast.parse(source)
     assert not depth.too_deep(tree)
     copy = depth.bounded(tree)

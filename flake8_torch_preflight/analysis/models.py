@@ -18,7 +18,7 @@ None (not a module, or unknown).  The binding is read, never the name:
 A tokenizer or processor (``AutoTokenizer.from_pretrained``) is resolved as
 *not* a model.  :func:`model_named` is the documented name-based fallback for a
 callee nothing resolves; the provenance analysis uses it only with
-corroboration (see ``provenance.py``).
+corroboration (see ``provenance/runner.py``).
 """
 from __future__ import annotations
 
