@@ -45,6 +45,10 @@ CONVERSION_TRANSFORMS = frozenset(
 #: (methods of a list, dict or str; the ``random`` module or a ``random.Random`` instance).
 CHEAP_MODULES = frozenset({"builtins", "random"})
 
+#: Keywords through which a dataset class that is not read is handed a per-item transform
+#: (``TUDataset(root, transform=T.Compose([...]))``).
+TRANSFORM_KEYWORDS = frozenset({"transform", "transforms"})
+
 #: How many bindings, wrappers and helpers are followed to the dataset's class.
 MAX_DATASET_DEPTH = 4
 
@@ -87,8 +91,9 @@ class StarvedDataLoader(Rule):
         "work is seen: a dataset class of the project (this file or a module it imports) whose __getitem__ "
         "reads or decodes files, runs a transform or a tokenizer, or a torchvision dataset (one that reads "
         "files, or one such as MNIST or CIFAR that holds its split as an array and converts each item to a "
-        "tensor, with or without augmentation) (the dataset is followed through assignments, in-file call "
-        "sites, random_split, Subset/ConcatDataset and helpers that return it). It reports it when its "
+        "tensor, with or without augmentation), or a dataset class that is not read but is handed a "
+        "transform= to run per item (the dataset is followed through assignments, in-file call sites, "
+        "random_split, Subset/ConcatDataset, slices and helpers that return it). It reports it when its "
         "batches feed a training loop, or an evaluation of the trained model that runs every epoch; the same "
         "message names a missing pin_memory. A loader that only lacks pinned memory is reported when the "
         "loop training from it copies its batches with non_blocking=True. Worker processes are started with "
@@ -300,6 +305,8 @@ def _per_item_work(dataset: object, depth: int) -> object:
         values = _bound_values(dataset)
         if values:
             return _combine([_per_item_work(v, depth - 1) for v in values])
+    if isinstance(dataset, nodes.Subscript):
+        return _per_item_work(dataset.value, depth - 1)  # ``dataset[train_idx]``: a part of the same data
     if isinstance(dataset, nodes.Call):
         found = _call_work(dataset, depth)
         if found is not None:
@@ -389,7 +396,13 @@ def _call_work(call: nodes.Call, depth: int) -> object:
             returned = [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
             if returned:
                 return _combine([_per_item_work(r, depth - 1) for r in returned])
+    if any(kw.arg in TRANSFORM_KEYWORDS and not _is_none(kw.value) for kw in call.keywords or ()):
+        return True  # a class that is not read, handed a transform it runs on every item
     return None
+
+
+def _is_none(expr: nodes.NodeNG) -> bool:
+    return isinstance(expr, nodes.Const) and expr.value is None
 
 
 def _torchvision_work(call: nodes.Call, dotted: str) -> object:
