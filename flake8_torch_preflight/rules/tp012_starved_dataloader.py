@@ -513,9 +513,11 @@ def _in_torch(node: nodes.NodeNG) -> bool:
 def _copies_non_blocking(uses: "loader_use.Uses") -> bool:
     """A loop that iterates the loader (``uses``) copies with ``non_blocking=True``
     (``x.to(device, non_blocking=True)``, ``x.cuda(non_blocking=True)``): the copies that unpinned
-    host memory turns synchronous.  A non_blocking copy elsewhere in the file (a caching pass,
-    another loader, a model move) says nothing about this loader's batches."""
-    for loop in uses.training_loops + uses.other_loops:
+    host memory turns synchronous, in a loop that trains or runs every epoch.  A non_blocking copy
+    elsewhere in the file (a one-time caching pass over the same loader, another loader, a model
+    move) says nothing about the run's steady state."""
+    repeated = [loop for loop, route in zip(uses.other_loops, uses.other_routes) if loader_use.epoch_loops(loop, route)]
+    for loop in uses.training_loops + repeated:  # not a one-time pass (caching latents before training)
         for call in loops.calls_in(loop.body):
             for keyword in call.keywords or ():
                 if keyword.arg == "non_blocking" and isinstance(keyword.value, nodes.Const) and keyword.value.value:
