@@ -64,7 +64,8 @@ SHORT_RUN_EPOCHS = 5
 #: what ``__init__`` loaded); any other call is taken as per-item work that workers would take over.
 CHEAP_ITEM_CALLS = frozenset(
     {"len", "int", "float", "bool", "str", "list", "tuple", "dict", "range", "min", "max", "abs",
-     "tensor", "as_tensor", "from_numpy", "LongTensor", "FloatTensor", "array", "asarray", "long", "float32"}
+     "tensor", "as_tensor", "from_numpy", "LongTensor", "FloatTensor", "array", "asarray", "long", "float32",
+     "ones", "zeros", "full", "empty", "arange", "ones_like", "zeros_like", "full_like"}
 )
 
 #: Base class of map-style and iterable datasets (a file-defined subclass may move data to the GPU).
