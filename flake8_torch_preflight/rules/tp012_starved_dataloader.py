@@ -61,11 +61,13 @@ LIGHT = "light"
 SHORT_RUN_EPOCHS = 5
 
 #: Calls a ``__getitem__`` may make and still only index memory (building a tensor or a number from
-#: what ``__init__`` loaded); any other call is taken as per-item work that workers would take over.
+#: what ``__init__`` loaded, or drawing a random one); any other call is taken as per-item work
+#: that workers would take over.
 CHEAP_ITEM_CALLS = frozenset(
     {"len", "int", "float", "bool", "str", "list", "tuple", "dict", "range", "min", "max", "abs",
      "tensor", "as_tensor", "from_numpy", "LongTensor", "FloatTensor", "array", "asarray", "long", "float32",
-     "ones", "zeros", "full", "empty", "arange", "ones_like", "zeros_like", "full_like"}
+     "ones", "zeros", "full", "empty", "arange", "ones_like", "zeros_like", "full_like",
+     "rand", "randn", "randint", "randperm", "rand_like", "randn_like"}
 )
 
 #: Base class of map-style and iterable datasets (a file-defined subclass may move data to the GPU).
