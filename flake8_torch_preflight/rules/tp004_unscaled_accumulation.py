@@ -81,6 +81,7 @@ EFFECTS = {
     "clip": "clipping's threshold is that many times too low",
     "sgd": "each {optimizer} update is that many times too large",
     "decay": "{optimizer}'s weight_decay is that many times too weak",
+    "either": "the step sees that many times the mean gradient",
 }
 
 
@@ -101,7 +102,9 @@ class UnscaledAccumulation(Rule):
         "rule recognises a step gated by `if (i + 1) % N == 0` (or a counter, or a `continue` gate) and an "
         "inner loop over micro-batches, then traces the loss given to backward() back through assignments "
         "and helpers of the file: a division anywhere on that path, or gradients divided before the step, "
-        "is accepted; a division of a logged copy is not. The message names which of these the sum changes."
+        "is accepted; a division of a logged copy is not. The message names which of these the sum changes "
+        "(when a config picks the optimizer on several branches, it says only that the step sees N times "
+        "the mean gradient)."
     )
     leaves_alone = (
         "Optimizers that divide the gradient by a running estimate of its own scale (Adam, AdamW, RMSprop, "
@@ -264,6 +267,8 @@ def scale_effect(found: "accumulation.Accumulation") -> Optional[str]:
     if found.scope is not None and _clips(found.scope):
         return EFFECTS["clip"]
     kinds = [_optimizer_kind(step) for step in found.steps]
+    if any(kind == "either" for kind, _ in kinds):
+        return EFFECTS["either"]
     for kind, name in kinds:
         if kind == "sgd":
             return EFFECTS["sgd"].format(optimizer=name)
@@ -297,7 +302,8 @@ def _is_grad(expr: nodes.NodeNG) -> bool:
 
 
 def _optimizer_kind(step: nodes.Call) -> Tuple[Optional[str], str]:
-    """``("sgd" | "decay" | "invariant" | None, class name)`` for the optimizer ``step`` updates,
+    """``("sgd" | "decay" | "invariant" | "either" | None, class name)`` for the optimizer ``step`` updates
+    (``either``: built on several branches, some of which feel the scale),
     read from the call that built it (through assignments, parameters, wrappers and helpers of the
     file) or, failing that, from the class astroid infers for it."""
     optimizer = gradients.stepped_optimizer(step)
@@ -306,6 +312,8 @@ def _optimizer_kind(step: nodes.Call) -> Tuple[Optional[str], str]:
     built = _constructions(optimizer, 4)
     if built:
         kinds = [_kind_of_call(call, name) for call, name in built]
+        if len(set(kinds)) > 1 and any(kind in ("sgd", "decay") for kind, _ in kinds):
+            return "either", ""  # built on several branches (SGD or Adam by a config): no one effect
         for wanted in ("sgd", "decay", None):
             for kind, name in kinds:
                 if kind == wanted:
