@@ -9,7 +9,8 @@ Two shapes, both read from the loop structure (helpers of the file included):
 * an **inner micro-batch loop** (``micro_batch_accumulation``): ``backward()`` runs in a loop over
   micro-batches (``x.chunk(N)``, ``x.split(size)``, ``range(N)`` that fetches a batch with
   ``next()`` or slices by the loop variable, or an iterable named for micro-batches) that never
-  steps or clears gradients, while the enclosing loop steps, or the function steps after it.
+  steps or clears gradients, while the enclosing loop steps, or the function steps after it, or
+  (a loop with neither) a caller of that function steps after the call, in its loop or function.
 
 An inner loop that rebuilds the whole batch around micro-batch j (gradient caching:
 ``torch.cat(cache[:j] + [out] + cache[j + 1:])``) is not accumulation of per-micro-batch losses.
@@ -121,12 +122,13 @@ def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
         return None
     if any(gradients.stepped_optimizer(c) is not None or gradients.is_zero_grad(c) for c in calls):
         return None  # this loop steps (or clears) itself
-    step_calls = _steps_after(loop)
+    step_calls, where = _steps_after(loop)
     if not step_calls:
         return None
-    outer = loops.innermost(loop)
-    if rescales_gradients(loop) or rescales_gradients(outer if outer is not None else loop.scope()):
+    if rescales_gradients(loop) or rescales_gradients(where):
         return None
+    if not loops.inside(loop, where) and rescales_gradients(loop.scope()):
+        return None  # the steps are taken by a caller: the function holding the loop may rescale too
     if _rebuilds_full_batch(loop):
         return None  # each micro-step's loss is the whole batch's loss (cached features): the sum is the batch gradient
     found = [
@@ -137,7 +139,7 @@ def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
     ]
     if not found:
         return None
-    return Accumulation(found, micro[0], micro[1], step_calls, outer if outer is not None else loop.scope())
+    return Accumulation(found, micro[0], micro[1], step_calls, where)
 
 
 def _has_gate(scope: "Scope") -> bool:
@@ -339,10 +341,29 @@ def _fetches_batches(loop: nodes.For) -> bool:
     return False
 
 
-def _steps_after(loop: nodes.For) -> Tuple[nodes.Call, ...]:
-    """The optimizer steps taken once per pass of the enclosing loop, or after ``loop`` in its
-    function (empty when there is none)."""
-    outer = loops.innermost(loop)
+def _steps_after(loop: nodes.For) -> Tuple[Tuple[nodes.Call, ...], nodes.NodeNG]:
+    """``(steps, where)``: the optimizer steps that apply what ``loop`` accumulates and the loop or
+    function taking them.  Those are the steps taken once per pass of the enclosing loop, or after
+    ``loop`` in its function; failing both, the steps after each in-file call of that function in
+    its caller's loop iteration or function (``train_step`` calls ``self.forward_backward(batch)``
+    and then steps).  No steps: an empty tuple."""
+    found = _steps_following(loop)
+    scope = loop.scope()
+    if found or loops.innermost(loop) is not None or not isinstance(scope, nodes.FunctionDef):
+        outer = loops.innermost(loop)
+        return found, outer if outer is not None else scope
+    for site in loops.call_sites(scope):
+        steps = _steps_following(site)
+        if steps:
+            outer = loops.innermost(site)
+            return steps, outer if outer is not None else site.scope()
+    return (), scope
+
+
+def _steps_following(node: nodes.NodeNG) -> Tuple[nodes.Call, ...]:
+    """The optimizer steps taken once per pass of the loop around ``node``, or, outside any loop,
+    after ``node`` in its function or module (empty when there is none)."""
+    outer = loops.innermost(node)
     if outer is not None:
         return tuple(
             call
@@ -350,15 +371,15 @@ def _steps_after(loop: nodes.For) -> Tuple[nodes.Call, ...]:
             if kind == "step" and loops.innermost(a) is outer
             for call in _step_calls(a)
         )
-    scope = loop.scope()
+    scope = node.scope()
     body = scope.body if isinstance(scope, (nodes.FunctionDef, nodes.Module)) else []
-    end = loop.tolineno or 0
+    end = node.tolineno or 0
     found: List[nodes.Call] = []
     for stmt in body:
         if isinstance(stmt, (nodes.FunctionDef, nodes.ClassDef)):
             continue
         for call in loops.calls_in([stmt], HELPER_DEPTH):
-            after = (call.lineno or 0) > end and not loops.inside(call, loop)
+            after = (call.lineno or 0) > end and not loops.inside(call, node)
             if after and gradients.stepped_optimizer(call) is not None:
                 found.append(call)
     return tuple(found)

@@ -42,17 +42,20 @@ RECEIVER_METHODS = frozenset(
     }
 )
 
+#: Tensor methods that divide their receiver by their argument.
+DIVIDE_METHODS = frozenset({"div", "div_", "divide", "true_divide"})
+
+#: torch functions that divide their first argument by their second.
+DIVIDE_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})
+
 #: Tensor methods that combine the receiver with their argument arithmetically.
-ARITHMETIC_METHODS = frozenset(
-    {"div", "div_", "divide", "true_divide", "mul", "mul_", "multiply", "add", "add_", "sub", "sub_"}
-)
+ARITHMETIC_METHODS = DIVIDE_METHODS | frozenset({"mul", "mul_", "multiply", "add", "add_", "sub", "sub_"})
 
 #: torch (and builtin) functions whose result is arithmetic on their arguments.
-ARITHMETIC_FUNCTIONS = frozenset(
+ARITHMETIC_FUNCTIONS = DIVIDE_FUNCTIONS | frozenset(
     {
-        "torch.div", "torch.divide", "torch.true_divide", "torch.mul", "torch.multiply",
-        "torch.add", "torch.sub", "torch.mean", "torch.sum", "torch.stack", "torch.cat",
-        "builtins.sum",
+        "torch.mul", "torch.multiply", "torch.add", "torch.sub", "torch.mean", "torch.sum",
+        "torch.stack", "torch.cat", "builtins.sum",
     }
 )
 
@@ -62,16 +65,16 @@ GRADIENT_STOPS = frozenset({"detach", "detach_", "item", "tolist", "numpy"})
 
 def is_division(node: nodes.NodeNG) -> bool:
     """A node of a derivation that divides the value: ``a / n``, ``a //= n``, ``a.div(n)``,
-    ``torch.div(a, n)`` (the tensor methods and torch functions that divide their receiver or
-    first argument)."""
+    ``torch.div(a, n)`` (``DIVIDE_METHODS`` on a receiver, ``DIVIDE_FUNCTIONS`` on a first
+    argument)."""
     if isinstance(node, nodes.BinOp):
         return node.op in ("/", "//")
     if isinstance(node, nodes.AugAssign):
         return node.op in ("/=", "//=")
     if isinstance(node, nodes.Call):
-        if infer.method_name(node) in ("div", "div_", "divide", "true_divide"):
+        if infer.method_name(node) in DIVIDE_METHODS:
             return True
-        return infer.callee_qname(node) in ("torch.div", "torch.divide", "torch.true_divide")
+        return infer.callee_qname(node) in DIVIDE_FUNCTIONS
     return False
 
 

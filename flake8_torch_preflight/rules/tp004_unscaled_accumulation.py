@@ -3,7 +3,8 @@
 Accumulation is read from the loop structure (``analysis.accumulation``): a step gated by
 ``if (i + 1) % N == 0`` (a flag computed from one, a counter, a ``continue`` gate) in a loop or
 in a step function called per batch, or an inner loop over micro-batches that never steps while
-the enclosing loop or function steps after it.
+the enclosing loop or function steps after it (or, for a loop alone in its function, the caller
+steps after calling that function).
 
 The loss passed to ``backward()`` is then traced back (``analysis.derivation``, arithmetic spine
 only): any division on the way (``loss / N``, ``loss /= N``, ``loss.div(N)``, ``* (1 / N)``, a
@@ -37,10 +38,6 @@ from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
     from ..analysis.build import FileContext
-
-#: Tensor methods and torch functions that divide the loss.
-DIVIDE_METHODS = frozenset({"div", "div_", "divide", "true_divide"})
-DIVIDE_FUNCTIONS = frozenset({"torch.div", "torch.divide", "torch.true_divide"})
 
 #: ``with accelerator.accumulate(model):`` — Accelerate divides the loss itself.
 ACCUMULATE_CONTEXTS = frozenset({"accumulate"})
@@ -100,7 +97,8 @@ class UnscaledAccumulation(Rule):
         "or value before the step compares the sum with a threshold meant for the mean; and L2 weight decay "
         "added to the gradient (Adam, RMSprop or Adagrad with weight_decay > 0) is N times too weak. The "
         "rule recognises a step gated by `if (i + 1) % N == 0` (or a counter, or a `continue` gate) and an "
-        "inner loop over micro-batches, then traces the loss given to backward() back through assignments "
+        "inner loop over micro-batches (also in a function or method whose caller takes the step), then "
+        "traces the loss given to backward() back through assignments "
         "and helpers of the file: a division anywhere on that path, or gradients divided before the step, "
         "is accepted; a division of a logged copy is not. The message names which of these the sum changes "
         "(when a config picks the optimizer on several branches, it says only that the step sees N times "
@@ -191,7 +189,7 @@ class UnscaledAccumulation(Rule):
                 return
             receiver = receiver.args[0]
         trace = derivation.derive(receiver)
-        if any(_divides(node) for node in trace.nodes):
+        if any(derivation.is_division(node) for node in trace.nodes):
             return
         if not trace.complete:
             return
@@ -199,19 +197,6 @@ class UnscaledAccumulation(Rule):
             return  # an unseen loss function that receives N may divide by it
         self._reported.add(id(call))
         self.report(call, n=text, effect=effect)
-
-
-def _divides(node: nodes.NodeNG) -> bool:
-    """A division on the loss's arithmetic spine."""
-    if isinstance(node, nodes.BinOp):
-        return node.op in ("/", "//")
-    if isinstance(node, nodes.AugAssign):
-        return node.op in ("/=", "//=")
-    if isinstance(node, nodes.Call):
-        if infer.method_name(node) in DIVIDE_METHODS:
-            return True
-        return infer.callee_qname(node) in DIVIDE_FUNCTIONS
-    return False
 
 
 def _handed(call: nodes.Call, divisor: Optional[nodes.NodeNG]) -> bool:
