@@ -6,7 +6,7 @@ from typing import Optional
 import pytest
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import frameworks
+from flake8_torch_preflight.analysis import device, frameworks
 from flake8_torch_preflight.analysis.build import build_module
 
 #: How each framework's object is built in user code (the receiver is always named ``obj``).
@@ -66,3 +66,77 @@ def test_an_unfollowable_receiver_is_named_and_anything_else_is_none() -> None:
     other = _last_call("class Engine2:\n    pass\nobj = Engine2()\nobj.backward(x)\n")
     assert frameworks.method_meaning(other) is None  # built by a constructor of no framework
     assert frameworks.function_meaning(_last_call("import random\nrandom.seed(1)\n")) is None
+
+
+def _built_call(source: str) -> nodes.Call:
+    """The call ``Net(...)`` in ``source``: what a ``with`` block around it builds."""
+    module = build_module(source, "/tmp/tp_frameworks_case.py")
+    return next(c for c in module.nodes_of_class(nodes.Call) if c.func.as_string() == "nn.Linear")
+
+
+_FABRIC = "import lightning as L\nimport torch.nn as nn\nfabric = L.Fabric(accelerator='cuda')\n"
+
+
+@pytest.mark.parametrize(
+    "context, on_device, empty",
+    [
+        ("fabric.init_module(empty_init=True)", "device", True),
+        ("fabric.init_module(empty_init=False)", "device", False),
+        ("fabric.init_module()", "device", False),
+        ("fabric.init_tensor()", "device", False),
+    ],
+)
+def test_fabric_contexts_build_on_its_device_and_empty_init_skips_initialisation(
+    context: str, on_device: str, empty: bool
+) -> None:
+    call = _built_call(_FABRIC + "with {}:\n    layer = nn.Linear(4, 4)\n".format(context))
+    assert device.context_device(call) == on_device
+    assert device.built_empty(call) is empty
+
+
+def test_the_fabric_context_entries_say_what_the_reader_needs() -> None:
+    assert frameworks.METHODS[("fabric", "init_module")] == frameworks.Meaning(
+        builds_on_device=True, skips_init_keyword="empty_init"
+    )
+    assert frameworks.METHODS[("fabric", "init_tensor")] == frameworks.Meaning(builds_on_device=True)
+
+
+@pytest.mark.parametrize("dotted", ["accelerate.init_empty_weights", "accelerate.big_modeling.init_empty_weights"])
+def test_accelerate_init_empty_weights_skips_initialisation(dotted: str) -> None:
+    assert frameworks.FUNCTIONS[dotted] == frameworks.Meaning(skips_init=True)
+    module, name = dotted.rsplit(".", 1)
+    for imports, spelled in (
+        ("from {} import {}\n".format(module, name), name),
+        ("import {} as fw\n".format(module), "fw." + name),
+    ):
+        call = _built_call(imports + "import torch.nn as nn\nwith {}():\n    layer = nn.Linear(4, 4)\n".format(spelled))
+        assert device.built_empty(call) is True
+        assert device.context_device(call) is None  # it builds on the meta device, not on a GPU
+
+
+def test_a_context_of_no_framework_means_nothing() -> None:
+    source = (
+        "import torch.nn as nn\nclass Builder:\n    pass\nobj = Builder()\n"
+        "with obj.init_module(empty_init=True):\n    layer = nn.Linear(4, 4)\n"
+    )
+    call = _built_call(source)
+    assert device.built_empty(call) is False and device.context_device(call) is None
+    outside = _built_call(_FABRIC + "with fabric.init_module(empty_init=True):\n    pass\nlayer = nn.Linear(4, 4)\n")
+    assert device.built_empty(outside) is False and device.context_device(outside) is None
+
+
+@pytest.mark.parametrize(
+    "dotted, seeds",
+    [
+        ("transformers.Trainer", True),
+        ("transformers.trainer.Seq2SeqTrainer", True),
+        ("trl.SFTTrainer", True),
+        ("transformers.TrainingArguments", False),
+        ("lightning.Trainer", False),
+        ("mytrainers.Trainer", False),
+        (None, False),
+    ],
+)
+def test_trainer_classes_of_the_trainer_packages_seed_when_built(dotted: Optional[str], seeds: bool) -> None:
+    meaning = frameworks.trainer_meaning(dotted)
+    assert (meaning is not None and meaning.seeds) is seeds

@@ -295,7 +295,7 @@ def is_host_value(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
             return is_host_value(expr.func.expr, depth - 1)
     if isinstance(expr, nodes.Call):
         if infer.callee_qname(expr) in HOST_FACTORIES:
-            device = _keyword(expr, "device")
+            device = infer.argument(expr, "device")
             if device is None:
                 return context_device(expr) in (None, "host")
             return classify_device(device) == "host"
@@ -325,7 +325,7 @@ def is_device_value(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
             return is_device_value(expr.func.expr, depth - 1)
     if isinstance(expr, nodes.Call):
         if infer.callee_qname(expr) in HOST_FACTORIES:
-            device = _keyword(expr, "device")
+            device = infer.argument(expr, "device")
             placed = classify_device(device) if device is not None else context_device(expr)
             return placed in ("accelerator", "device")
         return False
@@ -352,7 +352,7 @@ def transfer_target(call: nodes.Call) -> Optional[str]:
         return "host"
     if method != "to":
         return None
-    dest = _keyword(call, "device")
+    dest = infer.argument(call, "device")
     if dest is None and call.args and not isinstance(call.args[0], nodes.Starred):
         dest = call.args[0]
     if dest is None:
@@ -374,7 +374,7 @@ def classify_device(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> Optional[str]
     if isinstance(expr, nodes.IfExp):
         return _merge([classify_device(expr.body, depth - 1), classify_device(expr.orelse, depth - 1)])
     if isinstance(expr, nodes.Call) and infer.callee_qname(expr) == "torch.device":
-        first = expr.args[0] if expr.args else _keyword(expr, "type")
+        first = expr.args[0] if expr.args else infer.argument(expr, "type")
         if first is None or isinstance(first, nodes.Starred):
             return "device"
         return classify_device(first, depth - 1) or "device"
@@ -399,14 +399,6 @@ def classify_device(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> Optional[str]
     return None
 
 
-#: Context managers that build modules on the meta device, their weights never initialised (resolved
-#: through the imports; accelerate is never read).
-EMPTY_INIT_CONTEXTS = frozenset({"accelerate.init_empty_weights", "accelerate.big_modeling.init_empty_weights"})
-
-#: Methods of a Fabric object whose ``with`` block builds modules and tensors on Fabric's device.
-FABRIC_DEVICE_CONTEXTS = frozenset({"init_module", "init_tensor"})
-
-
 def context_device(node: nodes.NodeNG) -> Optional[str]:
     """The default device a ``with`` around ``node`` (in its function) sets for what is built there:
     ``with torch.device("cuda"):`` -> ``"accelerator"``, ``with fabric.init_module():`` -> ``"device"``
@@ -416,7 +408,8 @@ def context_device(node: nodes.NodeNG) -> Optional[str]:
             continue
         if infer.callee_qname(item) == "torch.device":
             return classify_device(item)
-        if _fabric_context(item):
+        meaning = frameworks.call_meaning(item)
+        if meaning is not None and meaning.builds_on_device:
             return "device"
     return None
 
@@ -424,30 +417,27 @@ def context_device(node: nodes.NodeNG) -> Optional[str]:
 def built_empty(node: nodes.NodeNG) -> bool:
     """``node`` runs where modules are built without initialising their weights (so building one
     draws no random numbers and fills no memory): ``with torch.device("meta"):``,
-    ``with init_empty_weights():``, ``with fabric.init_module(empty_init=True):``."""
+    ``with init_empty_weights():``, ``with fabric.init_module(empty_init=True):`` (the framework
+    contexts from the framework table: ``skips_init``, ``skips_init_keyword``)."""
     for _, item in gradients.with_items_around(node):
         if not isinstance(item, nodes.Call):
             continue
         if infer.callee_qname(item) == "torch.device":
-            first = item.args[0] if item.args else _keyword(item, "type")
+            first = item.args[0] if item.args else infer.argument(item, "type")
             values = infer.const_values(first) if first is not None else None
             if values and all(isinstance(v, str) and v.split(":")[0] == "meta" for v in values):
                 return True
-        elif infer.dotted_name(item.func) in EMPTY_INIT_CONTEXTS:
+            continue
+        meaning = frameworks.call_meaning(item)
+        if meaning is None:
+            continue
+        if meaning.skips_init:
             return True
-        elif _fabric_context(item) and infer.method_name(item) == "init_module":
-            empty = _keyword(item, "empty_init")
-            if empty is not None and infer.const_values(empty) == [True]:
+        if meaning.skips_init_keyword:
+            flag = infer.argument(item, meaning.skips_init_keyword)
+            if flag is not None and infer.const_values(flag) == [True]:
                 return True
     return False
-
-
-def _fabric_context(item: nodes.Call) -> bool:
-    return (
-        isinstance(item.func, nodes.Attribute)
-        and item.func.attrname in FABRIC_DEVICE_CONTEXTS
-        and frameworks.framework_of(item.func.expr) == "fabric"
-    )
 
 
 def _merge(kinds: "List[Optional[str]]") -> Optional[str]:
@@ -466,11 +456,4 @@ def _classify_string(value: object) -> Optional[str]:
         return "host"
     if kind in ACCELERATOR_DEVICE_TYPES:
         return "accelerator"
-    return None
-
-
-def _keyword(call: nodes.Call, name: str) -> Optional[nodes.NodeNG]:
-    for kw in call.keywords or ():
-        if kw.arg == name:
-            return kw.value
     return None

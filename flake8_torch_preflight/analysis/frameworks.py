@@ -15,7 +15,17 @@ Each method entry says what the call does for the run:
 * ``scales_precision``: it applies fp16 loss scaling itself (no ``GradScaler`` needed);
 * ``places``: it moves the modules/tensors it is given to the device;
 * ``reshards_loaders``: the loaders it returns get a ``DistributedSampler`` per rank;
-* ``seeds``: it seeds every generator (torch, NumPy, ``random``).
+* ``seeds``: it seeds every generator (torch, NumPy, ``random``);
+* ``builds_on_device``: used as a ``with`` block, the modules and tensors built inside it are
+  created on the framework's device (Fabric's ``init_module`` / ``init_tensor``);
+* ``skips_init``: used as a ``with`` block, the modules built inside it are never initialised
+  (their weights stay on the meta device until loaded: Accelerate's ``init_empty_weights``);
+* ``skips_init_keyword``: the same, only when this keyword argument is ``True``
+  (``fabric.init_module(empty_init=True)``).
+
+A ``...Trainer`` class of a package in ``TRAINER_PACKAGES`` (or a class of the file derived from
+one) means what that entry says when it is built: Hugging Face's and TRL's trainers seed every
+generator in their constructor.
 """
 from __future__ import annotations
 
@@ -34,6 +44,9 @@ class Meaning(NamedTuple):
     places: bool = False
     reshards_loaders: bool = False
     seeds: bool = False
+    builds_on_device: bool = False
+    skips_init: bool = False
+    skips_init_keyword: str = ""
 
 
 #: Constructors (as resolved through the imports) and the framework their object belongs to.
@@ -57,6 +70,8 @@ METHODS: Dict[Tuple[str, str], Meaning] = {
     ("fabric", "setup_dataloaders"): Meaning(places=True, reshards_loaders=True),
     ("fabric", "to_device"): Meaning(places=True),
     ("fabric", "seed_everything"): Meaning(seeds=True),
+    ("fabric", "init_module"): Meaning(builds_on_device=True, skips_init_keyword="empty_init"),
+    ("fabric", "init_tensor"): Meaning(builds_on_device=True),
     ("deepspeed", "backward"): Meaning(backward=True, divides_accumulation=True, scales_precision=True),
 }
 
@@ -71,6 +86,15 @@ FUNCTIONS: Dict[str, Meaning] = {
     "transformers.trainer_utils.set_seed": Meaning(seeds=True),
     "accelerate.utils.set_seed": Meaning(seeds=True),
     "accelerate.data_loader.prepare_data_loader": Meaning(reshards_loaders=True),
+    "accelerate.init_empty_weights": Meaning(skips_init=True),
+    "accelerate.big_modeling.init_empty_weights": Meaning(skips_init=True),
+}
+
+#: Packages (the first component of a dotted name resolved through the imports) whose
+#: ``...Trainer`` classes mean this when built: ``transformers.Trainer``, ``trl.SFTTrainer``.
+TRAINER_PACKAGES: Dict[str, Meaning] = {
+    "transformers": Meaning(seeds=True),
+    "trl": Meaning(seeds=True),
 }
 
 #: ``LightningModule`` as user code imports it: a model class whose training loop the trainer runs.
@@ -129,6 +153,14 @@ def function_meaning(call: nodes.Call) -> Optional[Meaning]:
 def call_meaning(call: nodes.Call) -> Optional[Meaning]:
     """What a call of a framework method or function means, or None."""
     return method_meaning(call) or function_meaning(call)
+
+
+def trainer_meaning(dotted: Optional[str]) -> Optional[Meaning]:
+    """What building the class ``dotted`` (resolved through the imports) means when it is a
+    framework's ``...Trainer`` (``TRAINER_PACKAGES``), else None."""
+    if dotted is None or not dotted.endswith("Trainer"):
+        return None
+    return TRAINER_PACKAGES.get(dotted.split(".")[0])
 
 
 def _constructed_by(expr: nodes.NodeNG, hops: int) -> Optional[str]:

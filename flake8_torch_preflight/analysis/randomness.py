@@ -151,9 +151,6 @@ RANDOM_DRAWS = frozenset(
 RANDOM_SEEDERS = frozenset({"random.seed"})
 RANDOM_GENERATORS = frozenset({"random.Random"})
 
-#: Third-party packages whose ``...Trainer`` classes seed every generator when built.
-SEEDING_TRAINER_PACKAGES = frozenset({"transformers", "trl"})
-
 #: Modules whose functions are classified above (a ``seed`` in their names is not a helper).
 _CLASSIFIED_ROOTS = frozenset({"torch", "numpy", "random"})
 
@@ -397,7 +394,9 @@ def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:
 
 
 def _is_seeding_trainer(dotted: Optional[str]) -> bool:
-    return dotted is not None and dotted.split(".")[0] in SEEDING_TRAINER_PACKAGES and dotted.endswith("Trainer")
+    """A framework trainer class that seeds every generator when built (the framework table)."""
+    meaning = frameworks.trainer_meaning(dotted)
+    return meaning is not None and meaning.seeds
 
 
 def _has_seed_argument(call: nodes.Call) -> bool:

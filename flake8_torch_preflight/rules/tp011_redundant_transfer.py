@@ -26,9 +26,6 @@ RANDOM_FACTORIES = frozenset({"torch.rand", "torch.randn", "torch.randint", "tor
 #: ``nn.Module`` methods that return the module itself, looked through when matching receivers.
 SELF_RETURNING_METHODS = frozenset({"eval", "train", "requires_grad_", "float", "half", "double", "bfloat16"})
 
-#: Wrappers around a DataLoader in a ``for`` header that still iterate batches.
-BATCH_ITERATOR_WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"})
-
 
 @register
 class RedundantTransfer(Rule):
@@ -222,10 +219,10 @@ def _is_batch_loop(loop: "loops.Loop") -> bool:
 
 
 def _iterates_dataloader(expr: nodes.NodeNG) -> bool:
+    """``expr`` yields a DataLoader's batches: the loader, or an iteration wrapper
+    (``loops.ITERATION_WRAPPERS``) around it in any argument (``zip(other, loader)``)."""
     if infer.is_instance_of(expr, DATALOADERS):
         return True
-    if isinstance(expr, nodes.Call) and expr.args:
-        wrapper = infer.qname(expr.func) or infer.dotted_name(expr.func)
-        if wrapper in BATCH_ITERATOR_WRAPPERS:
-            return any(_iterates_dataloader(a) for a in expr.args if not isinstance(a, nodes.Starred))
+    if isinstance(expr, nodes.Call) and expr.args and infer.call_name(expr) in loops.ITERATION_WRAPPERS:
+        return any(_iterates_dataloader(a) for a in expr.args if not isinstance(a, nodes.Starred))
     return False
