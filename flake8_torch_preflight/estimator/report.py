@@ -1,7 +1,10 @@
 """Presenting an estimate: the text report, the JSON object of the contract, and one line for TPV001.
 
 Bytes stay ``int`` everywhere in JSON; GiB appear only in text (two decimals in the report,
-one in the one-line summary). Unknown terms are ``null`` in JSON and ``unknown`` in text; a
+one in the one-line summary). Unknown terms are ``null`` in JSON and ``unknown`` in text;
+uncertain terms (memory that measured runs held and no documented mechanism prices, outside the
+point) are ``uncertain_terms`` in JSON (``bytes`` null, ``interval`` [low, high], ``note``) and
+an ``uncertain`` line in text, and widen the interval's high end; a
 saving that is only a lower bound (a partly known run) is ``saves_at_least: true`` in JSON and
 ``≥`` in text. What a SCRIPT left unread (field -> the expression that held it) is ``unread`` in
 JSON and, in text, the model line (``model: not read: ...``) and one ``not read:`` line per other
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .costmodel import TERM_LABELS, TERMS, ZERO, Estimate
+from .costmodel import TERM_LABELS, TERMS, UNCERTAIN_LABELS, ZERO, Estimate
 from .run import COMMAND_LINE, DEFAULT, RunSpec
 from .solver import Combination, Saving, Solution, fits_up_to, steps_text
 
@@ -147,6 +150,8 @@ def to_json(estimate: Estimate, solution: Solution, unread: Optional[Mapping[str
         "peak_bytes": estimate.peak_bytes,
         "peak_is_lower_bound": estimate.peak_is_lower_bound,
         "unknown_terms": estimate.unknown_terms,
+        "uncertain_terms": {name: {"bytes": term.bytes, "interval": [term.low, term.high], "note": term.note}
+                            for name, term in estimate.uncertain.items()},
         "interval_bytes": [low, high],
         "interval_unbounded": high is None,
         "gpu": None if gpu is None else {
@@ -311,7 +316,7 @@ def render_text(estimate: Estimate, solution: Solution, unread: Optional[Mapping
     where = ""
     if gpu is not None:
         where = f"usable on {gpu.key}" + (f" (each of {gpu.count})" if gpu.count > 1 else "")
-    width = max(16, len(where)) + 1
+    width = max([16, len(where)] + [len(UNCERTAIN_LABELS[name]) for name in estimate.uncertain]) + 1
     lines = [_model_line(estimate, unread), _run_line(estimate)] + _unread_lines(estimate, unread) + [""]
     known = [t.bytes for t in estimate.terms.values() if t.bytes is not None]
     largest = max(known) if known else 0
@@ -333,6 +338,10 @@ def render_text(estimate: Estimate, solution: Solution, unread: Optional[Mapping
         lines.append(f"{label}{gib(term.bytes):>10} GiB  {'█' * cells}")
     if idle:
         lines.append(f"  {'not in this run':<{width}}{gib(0):>10} GiB  {', '.join(idle)}")
+    for name, term in estimate.uncertain.items():
+        high = "unbounded" if term.high is None else f"{gib(term.high)} GiB"
+        lines.append(f"  {UNCERTAIN_LABELS[name]:<{width}}{'uncertain':>10}      "
+                     f"0 – {high} in the high end only ({term.note})")
     lines.append("  " + "-" * (width + 16 + BAR_WIDTH))
     low, high = estimate.interval_bytes
     high_text = f"{gib(high)} GiB" if high is not None else "unbounded"

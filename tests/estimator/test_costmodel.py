@@ -7,6 +7,7 @@ formulas alone and not from the catalogue data.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -117,6 +118,64 @@ def test_sharding_divides_by_world_size(sharding: str, weights_div: int, grads_d
     assert b["weights"] == 4 * P // weights_div + gathered
     assert b["gradients"] == 4 * P // grads_div
     assert b["optimizer_state"] == 8 * P // optimizer_div
+
+
+def test_full_training_under_fsdp_widens_the_high_end_by_twice_the_sharded_states() -> None:
+    """bf16 AdamW over 4 GPUs, 4 layers of P/4: weights 2P/4 + two gathered layers 2 x 2P/4 = 1.5P,
+    gradients 2P/4 = 0.5P, AdamW state 2 x 2P/4 = P: 3P of sharded states; the uncertain term is
+    0 to 2 x 3P = 6P, outside the point and in the high end (fragmentation's high end included)."""
+    run = RunSpec(model=decoder(params=P), batch_size=1, seq_len=8, precision="bf16", optimizer="adamw",
+                  sharding="fsdp", world_size=4)
+    result = estimate(run)
+    b = result.breakdown
+    assert (b["weights"], b["gradients"], b["optimizer_state"], b["master_weights"]) == (
+        3 * P // 2, P // 2, P, 0)
+    term = result.uncertain["fsdp_unexplained"]
+    assert (term.bytes, term.low, term.high) == (None, 0, 6 * P)
+    assert "2x the sharded model states" in term.note
+    assert result.peak_bytes == sum(b.values()) and not result.peak_is_lower_bound  # the point is unchanged
+    assert result.unknown_terms == []
+    allocated_high = sum(result.terms[name].high for name in cm.ALLOCATED_TERMS)
+    frag = result.terms["fragmentation"]
+    assert frag.high == math.ceil(cm.FRAGMENTATION_HIGH_FRACTION * (allocated_high + 6 * P))
+    low, high = result.interval_bytes
+    assert high == sum(t.high for t in result.terms.values()) + 6 * P
+    assert low == dataclasses.replace(result, uncertain={}).interval_bytes[0]  # the low end does not move
+
+
+def test_fsdp_with_a_frozen_base_allows_one_unsharded_copy_of_the_weights() -> None:
+    """LoRA (or a frozen backbone) under FSDP: 0 to one copy of all 5,000,000 weights in the compute
+    dtype, 2 bytes under bf16, fp16 and amp (autocast computes in 16 bits), 4 under fp32."""
+    base = RunSpec(model=decoder(), batch_size=1, seq_len=8, optimizer="adamw", sharding="fsdp", world_size=2)
+    for precision, width in (("bf16", 2), ("fp16", 2), ("amp", 2), ("fp32", 4)):
+        lora = estimate(base.replace(precision=precision, lora=True, lora_rank=8)).uncertain["fsdp_unexplained"]
+        assert (lora.bytes, lora.low, lora.high) == (None, 0, 5_000_000 * width), precision
+        frozen = estimate(base.replace(precision=precision, trainable_params=1000)).uncertain["fsdp_unexplained"]
+        assert frozen.high == 5_000_000 * width
+        assert "one unsharded copy of the weights" in lora.note
+
+
+@pytest.mark.parametrize("changes", [
+    {"sharding": "zero-3"}, {"sharding": "zero-2"}, {"sharding": "ddp"}, {"sharding": "none", "world_size": 1},
+    {"inference": True},
+])
+def test_no_fsdp_training_no_uncertain_term(changes: Dict[str, Any]) -> None:
+    run = RunSpec(model=decoder(), batch_size=1, seq_len=8, precision="bf16", optimizer="adamw",
+                  sharding="fsdp", world_size=4).replace(**changes)
+    result = estimate(run)
+    assert result.uncertain == {}
+    assert result.interval_bytes[1] == sum(t.high for t in result.terms.values())
+
+
+def test_the_uncertain_term_decides_the_whole_interval_fit_not_the_point() -> None:
+    """A GPU between the point and the widened high end: the point fits, the interval does not."""
+    run = RunSpec(model=decoder(params=P), batch_size=1, seq_len=8, precision="bf16", optimizer="adamw",
+                  sharding="fsdp", world_size=4)
+    result = estimate(run)
+    low, high = result.interval_bytes
+    usable = (high + high - 6 * P) // 2 / GIB  # above the high end without the term, under it with it
+    placed = estimate(run, gpu(usable_gib=usable, context_mib=400))
+    assert placed.fits is True and placed.fits_interval is False and placed.verdict == "fits-point"
 
 
 def test_ddp_replicates_and_keeps_a_bucket_copy_of_gradients() -> None:
@@ -613,7 +672,8 @@ def test_every_calibration_constant_is_tagged_and_named_with_its_unit() -> None:
     }
     # every upper-case numeric constant of the module lives in the block (the term lists and ZERO
     # are not numbers)
-    assert module_constants - set(constants) == {"TERMS", "TERM_LABELS", "ALLOCATED_TERMS", "ZERO", "LOGIT_PARTS"}
+    not_numbers = {"TERMS", "TERM_LABELS", "ALLOCATED_TERMS", "ZERO", "LOGIT_PARTS", "UNCERTAIN_LABELS"}
+    assert module_constants - set(constants) == not_numbers
     for name, comment in constants.items():
         assert _TAG.search(comment), f"{name} has no #: PUBLISHED/MEASURED/ASSUMED tag"
         assert _UNIT.search(name), f"{name} does not carry its unit"

@@ -316,6 +316,38 @@ def test_lora_under_fsdp_prices_gradients_for_the_flat_parameters() -> None:
     assert estimate(run.replace(sharding="ddp", world_size=1)).breakdown["gradients"] == adapters * 4 * 2
 
 
+#: litgpt tutorials/resource-tables.md (benchmarks/published lt-11): Llama 2 13B, LoRA r8 on query and
+#: value, FSDP with per-block activation checkpointing, 1304 tokens; 35.57 GB on 4 x A100-40GB, and
+#: "the same run on 2 x A100-40GB ran out of memory".
+LLAMA13_FSDP_LORA = ["--model", "llama-2-13b", "--batch-size", "1", "--seq-len", "1304", "--precision", "bf16",
+                     "--optimizer", "adamw", "--flash", "--lora", "8", "--lora-targets", "q_proj,v_proj",
+                     "--checkpointing", "--sharding", "fsdp", "--lora-dtype", "model", "--lora-dropout", "0.05",
+                     "--gpu", "a100-40gb"]
+
+
+def test_the_fsdp_lora_run_that_ran_out_of_memory_no_longer_fits_the_whole_interval(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """On two GPUs the priced terms fit; the uncertain FSDP term (one bf16 copy of 13,015,864,320
+    weights) widens the high end past the GPU: fits the point only, never "fits (the whole
+    interval)". The point and the low end are what the priced terms give, with or without it."""
+    status, data = run_json(LLAMA13_FSDP_LORA + ["--world-size", "2"], capsys)
+    copy = 13_015_864_320 * 2
+    assert data["uncertain_terms"] == {"fsdp_unexplained": {
+        "bytes": None, "interval": [0, copy], "note": data["uncertain_terms"]["fsdp_unexplained"]["note"]}}
+    assert data["unknown_terms"] == [] and data["peak_is_lower_bound"] is False
+    assert data["peak_bytes"] == sum(data["breakdown"].values())
+    priced_high = sum(high for _, high in data["breakdown_interval"].values())  # fragmentation's includes it
+    assert data["interval_bytes"][1] == priced_high + copy
+    # without the term (and fragmentation's share of it) the whole interval fit: 38.38 GiB of 39.50
+    assert data["interval_bytes"][1] - copy * (1 + cm.FRAGMENTATION_HIGH_FRACTION) < data["gpu"]["usable_bytes"]
+    assert (status, data["fits"], data["fits_interval"], data["verdict"]) == (0, True, False, "fits-point")
+    _, text, _ = run_cli(LLAMA13_FSDP_LORA + ["--world-size", "2"], capsys)
+    assert "FSDP, unexplained" in text and "uncertain" in text and "0 – 24.24 GiB in the high end only" in text
+    assert "fits the point estimate, not the whole interval" in text
+    _, zero3 = run_json([{"fsdp": "zero-3"}.get(a, a) for a in LLAMA13_FSDP_LORA] + ["--world-size", "2"], capsys)
+    assert zero3["uncertain_terms"] == {}  # measured under FSDP only
+
+
 @pytest.mark.parametrize("sharding, high", [("zero-3", 15_000_000_000 // 64 + 2 * 10**9), ("fsdp", 15 * 10**9)])
 def test_sharded_weights_with_a_parameter_count_only(sharding: str, high: int) -> None:
     """No layer count: the point is the 1/64 shard (the ZeRO paper's 16 bytes / 64 per parameter

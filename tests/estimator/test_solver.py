@@ -8,6 +8,7 @@ from typing import Any, Dict, List
 
 import pytest
 
+from flake8_torch_preflight.estimator import costmodel as cm
 from flake8_torch_preflight.estimator.catalogue import GpuTarget, ModelSpec
 from flake8_torch_preflight.estimator.costmodel import estimate, lora_casts_inputs
 from flake8_torch_preflight.estimator.run import LIMITS, RunSpec
@@ -310,3 +311,26 @@ def test_the_step_saving_names_the_switch_each_optimizer_has() -> None:
     assert labels == {"adamw": ["fused optimizer step (fused=True)"],
                       "adadelta": ["per-tensor optimizer step (foreach=False)"],
                       "rmsprop": ["per-tensor optimizer step (foreach=False)"]}
+
+
+def test_the_fsdp_candidate_fits_the_whole_interval_only_with_its_uncertain_term(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sharding a DDP run of Llama-2-7B (bf16 AdamW) with FSDP over four 40 GiB GPUs: the priced
+    terms fit the whole interval; the uncertain FSDP term (0 to 2x the sharded model states) takes
+    the high end over, so the change fits the point only, and the whole-interval fit is another."""
+    run = RunSpec(model=llama(), batch_size=1, seq_len=1024, precision="bf16", optimizer="adamw",
+                  sharding="ddp", world_size=4)
+    target = gpu(40, count=4)
+    solution = solve(estimate(run, target))
+    fsdp = next(s for s in solution.savings if s.change == "FSDP full sharding over 4 GPUs")
+    after = fsdp.after
+    states = sum(after.breakdown[name] for name in ("weights", "gradients", "optimizer_state", "master_weights"))
+    term = after.uncertain["fsdp_unexplained"]
+    assert (term.bytes, term.low, term.high) == (None, 0, math.ceil(2 * states))
+    assert after.fits is True and after.verdict == "fits-point"
+    combination = solution.combination
+    assert solution.status == "solved" and combination is not None and combination.fits_interval
+    assert combination.labels != ["FSDP full sharding over 4 GPUs"]
+    assert combination.after.interval_bytes[1] <= target.usable_bytes
+    monkeypatch.setattr(cm, "FSDP_UNEXPLAINED_STATES_HIGH_FRACTION", 0.0)  # the priced terms alone
+    assert estimate(after.run, target).fits_interval is True
