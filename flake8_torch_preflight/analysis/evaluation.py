@@ -48,14 +48,6 @@ NOT_FORWARD_METHODS = GRADIENT_METHODS | MODE_METHODS
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
-def enclosing_function(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
-    """The ``def`` a node runs in, looking through comprehensions (None at module level or in a lambda)."""
-    scope = node.scope()
-    while isinstance(scope, (nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)):
-        scope = scope.parent.scope()
-    return scope if isinstance(scope, nodes.FunctionDef) else None
-
-
 def uses_gradients(call: nodes.Call) -> bool:
     """``backward()``, ``manual_backward``, ``requires_grad_()``, ``requires_grad=True`` or ``autograd.grad``."""
     if infer.method_name(call) in GRADIENT_METHODS:

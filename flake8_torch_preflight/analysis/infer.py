@@ -194,12 +194,15 @@ def function_def(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
     return None
 
 
-def argument(call: nodes.Call, keyword: str, index: int) -> Optional[nodes.NodeNG]:
+def argument(call: nodes.Call, keyword: str, index: Optional[int] = None) -> Optional[nodes.NodeNG]:
     """The argument a call passes for the parameter ``keyword`` at position ``index``: the keyword
-    if given, else the positional argument there (None when a ``*args`` at or before it hides it)."""
+    if given, else the positional argument there (None when a ``*args`` at or before it hides it,
+    and for a keyword-only parameter, ``index`` None, when the keyword is not given)."""
     for kw in call.keywords or ():
         if kw.arg == keyword:
             return kw.value  # type: ignore[no-any-return]
+    if index is None:
+        return None
     if len(call.args) > index and not any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]):
         return call.args[index]  # type: ignore[no-any-return]
     return None

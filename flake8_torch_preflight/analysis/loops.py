@@ -53,8 +53,10 @@ def innermost(node: nodes.NodeNG) -> Optional[Loop]:
 
 
 def enclosing_function(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
-    """The ``def`` a node sits in (None at module level or in a lambda)."""
+    """The ``def`` a node runs in, looking through comprehensions (None at module level or in a lambda)."""
     scope = node.scope()
+    while isinstance(scope, (nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)):
+        scope = scope.parent.scope()
     return scope if isinstance(scope, nodes.FunctionDef) else None
 
 

@@ -101,7 +101,7 @@ def root_text(expr: nodes.NodeNG) -> str:
 
 
 def root_names(optimizer: nodes.Call) -> Set[str]:
-    params = static_values.keyword(optimizer, "params", 0)
+    params = infer.argument(optimizer, "params", 0)
     if params is None:
         return set()
     return {root_text(c.func.expr) for c in params.nodes_of_class(nodes.Call)

@@ -526,7 +526,7 @@ class _Counter:
         return _plain(parts[0]), parts[1]
 
     def _parameter(self, call: nodes.Call, env: Dict[str, Any]) -> ModuleValue:
-        count = self._numel(static_values.keyword(call, "data", 0), env)
+        count = self._numel(infer.argument(call, "data", 0), env)
         if count is None:
             raise GiveUp("parameter of unknown size")
         return _leaf("torch.nn.Parameter", count, {})

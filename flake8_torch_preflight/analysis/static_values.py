@@ -956,15 +956,9 @@ def _is_builtin(name: nodes.Name) -> bool:
 
 
 def keyword(call: nodes.Call, name: str, position: Optional[int] = None) -> Optional[nodes.NodeNG]:
-    """The argument expression passed for ``name`` (by keyword, or at ``position``), or None."""
-    for kw in call.keywords or ():
-        if kw.arg == name:
-            return kw.value
-    if position is not None and position < len(call.args):
-        if any(isinstance(a, nodes.Starred) for a in call.args[: position + 1]):
-            return None
-        return call.args[position]
-    return None
+    """The argument expression passed for ``name`` (by keyword, or at ``position``), or None:
+    ``infer.argument``."""
+    return infer.argument(call, name, position)
 
 
 def has_opaque_arguments(call: nodes.Call) -> bool:

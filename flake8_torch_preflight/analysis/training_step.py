@@ -15,7 +15,7 @@ optimisation step, what runs once per *element* inside a step, and which branche
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Set, Union
+from typing import Dict, List, Optional, Set, Union
 
 from astroid import nodes
 
@@ -92,7 +92,7 @@ def _steps_once(
                 continue  # runs per element of a nested loop, not once per iteration
             if infer.method_name(call) in ("backward", "step") and is_step_call(call):
                 return True
-            if depth <= 0 or infer.call_name(call) not in defined_function_names(call.root()):
+            if depth <= 0 or infer.call_name(call) not in loops.defined_function_names(call.root()):
                 continue  # cheap: only names the file defines can be its helpers
             helper = loops.local_helper(call)
             if helper is not None and id(helper) not in seen:
@@ -100,19 +100,6 @@ def _steps_once(
                 if _steps_once(helper.body, None, depth - 1, seen):
                     return True
     return False
-
-
-_NAMES: "Dict[nodes.Module, FrozenSet[str]]" = memo.per_file()
-
-
-def defined_function_names(module: nodes.Module) -> FrozenSet[str]:
-    """Names of every function and method defined in the file (a syntactic pre-filter before
-    resolving a call to one of them)."""
-    names = _NAMES.get(module)
-    if names is None:
-        names = frozenset(str(f.name) for f in module.nodes_of_class(nodes.FunctionDef))
-        _NAMES[module] = names
-    return names
 
 
 def is_step_function(func: nodes.FunctionDef) -> bool:

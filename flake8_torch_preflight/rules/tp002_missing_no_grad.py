@@ -94,7 +94,7 @@ class MissingNoGrad(Rule):
             return
         if isinstance(node.func, nodes.Attribute) and node.func.attrname in evaluation.NOT_FORWARD_METHODS:
             return
-        func = evaluation.enclosing_function(node)
+        func = loops.enclosing_function(node)
         named = func is not None and evaluation.eval_named(func)
         split_loop = evaluation.split_loop(node)
         if not named and split_loop is None and not self._has_eval_calls(func or node.root()):
@@ -210,7 +210,7 @@ def _backpropagated(p: provenance.Provenance, call: nodes.Call) -> bool:
 def _callers(p: "provenance.Provenance", func: nodes.FunctionDef) -> Optional[List[nodes.FunctionDef]]:
     """The functions the file calls ``func`` from ([] when it has no call here), or None when a call
     sits outside any function or in ``func`` itself."""
-    callers = [evaluation.enclosing_function(site) for site in p.call_sites(func)]
+    callers = [loops.enclosing_function(site) for site in p.call_sites(func)]
     if any(c is None or c is func for c in callers):
         return None
     return callers  # type: ignore[return-value]

@@ -130,7 +130,7 @@ def _already_on_host(expr: nodes.NodeNG) -> bool:
 def _evaluation(node: nodes.NodeNG) -> bool:
     """An evaluation function with autograd off (``@torch.no_grad() def test():`` called once per
     epoch beside ``train()``): not the training step, even where one epoch is one step."""
-    func = evaluation.enclosing_function(node)
+    func = loops.enclosing_function(node)
     return func is not None and evaluation.eval_named(func) and grad.grad_disabled(node)
 
 

@@ -866,7 +866,7 @@ class _Runner:
             return stop(everything)
         if name in AUTOGRAD_GRAD:
             self.backward(call, None, args, env)
-            create = _keyword(call, "create_graph")
+            create = infer.argument(call, "create_graph")
             if isinstance(create, nodes.Const) and create.value:
                 return self.gate(Prov(sources=frozenset({id(call)}), deps=everything.deps), call, env)
             return stop(everything)
@@ -883,13 +883,13 @@ class _Runner:
         if name in models.LOSS_FUNCTIONS:
             return self.loss(call, args, kwargs, everything, env)
         if name in PARAMETER_CLASSES:
-            flag = _keyword(call, "requires_grad")
+            flag = infer.argument(call, "requires_grad")
             if flag is None and len(call.args) > 1:
                 flag = call.args[1]
             if isinstance(flag, nodes.Const) and not flag.value:
                 return stop(everything)
             return Prov(sources=frozenset({id(call)}), deps=everything.deps, leaf=True)
-        requires = _keyword(call, "requires_grad")
+        requires = infer.argument(call, "requires_grad")
         if name.startswith("torch.") and isinstance(requires, nodes.Const) and requires.value:
             return Prov(sources=frozenset({id(call)}), deps=everything.deps, leaf=True)
         if name in TORCH_STOP_FUNCTIONS:
@@ -980,7 +980,7 @@ class _Runner:
                     self.p._confirmed_defs.add(id(d.node))
         retain = any(
             isinstance(v, nodes.Const) and bool(v.value)
-            for v in (_keyword(call, "retain_graph"), _keyword(call, "create_graph"))
+            for v in (infer.argument(call, "retain_graph"), infer.argument(call, "create_graph"))
         ) or (method is None and self.p._qname(call) in AUTOGRAD_GRAD)
         self.p._backward(Backward(call, targets, join_all(provs), retain, self.scope))
 
@@ -1026,14 +1026,7 @@ def _receiver_roots(target: nodes.NodeNG) -> List[nodes.NodeNG]:
             return []
 
 
-def _keyword(call: nodes.Call, name: str) -> Optional[nodes.NodeNG]:
-    for kw in call.keywords or ():
-        if kw.arg == name:
-            return kw.value
-    return None
-
-
 def _first_argument(call: nodes.Call, keyword: str) -> Optional[nodes.NodeNG]:
     if call.args:
         return call.args[0]
-    return _keyword(call, keyword)
+    return infer.argument(call, keyword)
