@@ -68,7 +68,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidSyntaxError
 
-from ..analysis import dataflow, infer, loops, model_flow, models, param_count, static_values
+from ..analysis import dataflow, frameworks, infer, loops, model_flow, models, param_count, static_values
 from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
@@ -76,7 +76,8 @@ from .catalogue import ModelSpec, count_params
 from .files import read_bytes
 from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS, resolve_model
 from .recipe import LIGHTNING_PRECISION
-from .run import DEFAULT_LORA_RANK, VOCABULARY_TASKS, RunSpec, RunSpecError, parse_lora_targets, task_of_class
+from .run import (DEFAULT_LORA_RANK, VOCABULARY_TASKS, RunSpec, RunSpecError, lora_dropout_error, parse_lora_targets,
+                  task_of_class)
 
 #: Last part of a class whose ``from_pretrained`` builds a model.
 MODEL_CLASS = re.compile(r"^(Auto\w*Model\w*|\w+Model|\w+For[A-Z]\w*|\w+LMHead\w*)$")
@@ -116,17 +117,16 @@ TOKENIZER_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "__
 HF_ARGUMENTS = re.compile(r"^(transformers|trl)(\.\w+)*\.(\w*TrainingArguments|SFTConfig|DPOConfig|ORPOConfig|"
                           r"KTOConfig|GRPOConfig|RewardConfig|CPOConfig)$")
 
-#: HF Trainer-like classes (training happens in ``.train()``).
-HF_TRAINERS = re.compile(r"^(transformers|trl)\.(\w*Trainer)$")
 
 #: Fields whose absence ``RunReading.unread`` names (the model and the size fields a report
 #: prices; precision and optimizer fall back on marked defaults).
 UNREAD_FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer", "grad_accum_steps",
-                 "sharding", "trainable")
+                 "sharding", "trainable", "lora_dropout")
 
 #: Fields whose unresolved evidence is recorded in ``RunReading.unknown``.
 FIELDS = ("model", "batch_size", "seq_len", "image_size", "precision", "optimizer", "fused_optimizer",
-          "checkpointing", "flash", "sharding", "world_size", "lora_rank", "trainable", "weights_layout")
+          "checkpointing", "flash", "sharding", "world_size", "lora_rank", "lora_dropout", "trainable",
+          "weights_layout")
 
 
 @dataclass
@@ -219,7 +219,7 @@ def _bnb_mode(arg: nodes.NodeNG) -> Optional[str]:
         return None
     flags = {}
     for key in ("load_in_4bit", "load_in_8bit"):
-        keyword = static_values.keyword(call, key)
+        keyword = infer.argument(call, key)
         value = static_values.evaluate(keyword) if keyword is not None else None
         if keyword is not None and value is None:
             return None
@@ -228,11 +228,17 @@ def _bnb_mode(arg: nodes.NodeNG) -> Optional[str]:
         return "int8"
     if not flags["load_in_4bit"]:
         return None
-    kind = static_values.keyword(call, "bnb_4bit_quant_type")
+    kind = infer.argument(call, "bnb_4bit_quant_type")
     if kind is None:
         return "fp4"  # bitsandbytes' default 4-bit type
     value = static_values.evaluate(kind)
     return value.value if value is not None and value.value in ("nf4", "fp4") else None
+
+
+def _framework_trainer(dotted: str) -> bool:
+    """A Hugging Face / TRL ``...Trainer`` class (the framework table's ``TRAINER_PACKAGES``):
+    it trains the model it is given in ``.train()``."""
+    return frameworks.trainer_meaning(dotted) is not None
 
 
 def _shown(node: nodes.NodeNG, limit: int = 60) -> str:
@@ -490,7 +496,7 @@ class _Reader:
             last = owner.rsplit(".", 1)[-1]
             if not MODEL_CLASS.match(last) or NOT_MODELS.search(last):
                 return None
-            name = static_values.str_value(static_values.keyword(call, "pretrained_model_name_or_path", 0))
+            name = static_values.str_value(infer.argument(call, "pretrained_model_name_or_path", 0))
             candidate = self._catalogue(call, name)
             candidate.model_class = last
             self._pretrained_options(call, candidate)
@@ -505,14 +511,14 @@ class _Reader:
             if dotted.startswith("torchvision.models."):
                 builder = dotted.rsplit(".", 1)[-1]
                 if builder == "get_model":
-                    name = static_values.str_value(static_values.keyword(call, "name", 0))
+                    name = static_values.str_value(infer.argument(call, "name", 0))
                 elif builder[:1].islower() and not builder.startswith("get_"):
                     name = Resolved(builder, call)
                 else:
                     return None
                 return self._image_model(call, name)
             if dotted in TIMM_FACTORIES:
-                return self._image_model(call, static_values.str_value(static_values.keyword(call, "model_name", 0)))
+                return self._image_model(call, static_values.str_value(infer.argument(call, "model_name", 0)))
         return None
 
     def _external_params(self, call: nodes.Call) -> Optional[int]:
@@ -538,7 +544,7 @@ class _Reader:
         """Note the keywords of a ``from_pretrained``/``pipeline`` call on its candidate."""
         candidate.options["pretrained"] = call
         for key in ("load_in_8bit", "load_in_4bit", "quantization_config", "device_map"):
-            arg = static_values.keyword(call, key)
+            arg = infer.argument(call, key)
             if arg is None:
                 continue
             value = static_values.evaluate(arg)
@@ -559,7 +565,7 @@ class _Reader:
                 candidate.quantized = True
                 self.notes.append(f"quantized weights at {self.source(arg)}: not priced")
         for key in ("attn_implementation", "torch_dtype", "dtype"):
-            arg = static_values.keyword(call, key)
+            arg = infer.argument(call, key)
             if arg is not None:
                 candidate.options[key] = arg
 
@@ -576,8 +582,8 @@ class _Reader:
         self.pretrained = chosen
 
     def _pipeline(self, call: nodes.Call) -> Optional[_Candidate]:
-        name = static_values.str_value(static_values.keyword(call, "model", 1))
-        task = static_values.str_value(static_values.keyword(call, "task", 0))
+        name = static_values.str_value(infer.argument(call, "model", 1))
+        task = static_values.str_value(infer.argument(call, "task", 0))
         candidate = self._catalogue(call, name)
         self._pretrained_options(call, candidate)
         self.fields["_pipeline"] = (call, task.value if task is not None else None)
@@ -586,7 +592,7 @@ class _Reader:
     def _image_model(self, call: nodes.Call, name: Optional[Resolved]) -> _Candidate:
         candidate = self._catalogue(call, name)
         spec = candidate.spec
-        classes_arg = static_values.keyword(call, "num_classes")
+        classes_arg = infer.argument(call, "num_classes")
         if spec is None or classes_arg is None:
             return candidate
         classes = static_values.int_value(classes_arg)
@@ -627,7 +633,7 @@ class _Reader:
         return names
 
     def _tied(self, optimizer: nodes.Call, candidate: _Candidate) -> bool:
-        params = static_values.keyword(optimizer, "params", 0)
+        params = infer.argument(optimizer, "params", 0)
         if params is None:
             return False
         for call in params.nodes_of_class(nodes.Call):
@@ -643,8 +649,8 @@ class _Reader:
         for call in self.calls:
             dotted = model_flow.callee_name(call)
             given: Optional[nodes.NodeNG] = None
-            if dotted and HF_TRAINERS.match(dotted):
-                given = static_values.keyword(call, "model", 0)
+            if dotted and _framework_trainer(dotted):
+                given = infer.argument(call, "model", 0)
             elif infer.method_name(call) == "fit" and call.args:
                 given = call.args[0]
             if given is not None and (model_flow.root_text(given) in candidate.names or given is candidate.node):
@@ -667,7 +673,7 @@ class _Reader:
         if generate:
             call = generate[0]
             self.set("generation", True, call)
-            tokens = static_values.keyword(call, "max_new_tokens")
+            tokens = infer.argument(call, "max_new_tokens")
             if tokens is not None:
                 self.set_resolved("max_new_tokens", static_values.int_value(tokens))
         elif pipeline is not None and pipeline[1] in GENERATION_TASKS:
@@ -697,7 +703,7 @@ class _Reader:
         for value in values:
             if isinstance(value, nodes.Call):
                 dotted = model_flow.callee_name(value)
-                if dotted and (HF_TRAINERS.match(dotted) or dotted.endswith(".Trainer") or dotted.endswith(".Fabric")):
+                if dotted and (_framework_trainer(dotted) or dotted.endswith(".Trainer") or dotted.endswith(".Fabric")):
                     return True
         return False
 
@@ -735,8 +741,8 @@ class _Reader:
         if not self._covers_model(call):
             self.unknown.add("optimizer")  # a subset of the parameters: less state than priced
             self.notes.append(f"optimizer at {self.source(call)} may hold only some parameters")
-        fused = static_values.keyword(call, "fused")
-        foreach = static_values.keyword(call, "foreach")
+        fused = infer.argument(call, "fused")
+        foreach = infer.argument(call, "foreach")
         if fused is not None or foreach is not None:
             f = static_values.evaluate(fused) if fused is not None else None
             e = static_values.evaluate(foreach) if foreach is not None else None
@@ -748,7 +754,7 @@ class _Reader:
 
     def _refine(self, call: nodes.Call, kind: Optional[str]) -> Optional[str]:
         if kind == "sgd":
-            momentum = static_values.keyword(call, "momentum", 2)
+            momentum = infer.argument(call, "momentum", 2)
             if momentum is None:
                 return "sgd"
             value = static_values.evaluate(momentum)
@@ -756,7 +762,7 @@ class _Reader:
                 return None
             return "sgd-momentum" if value.value else "sgd"
         if kind == "rmsprop":
-            momentum = static_values.keyword(call, "momentum")
+            momentum = infer.argument(call, "momentum")
             value = static_values.evaluate(momentum) if momentum is not None else Resolved(0, call)
             return None if value is None or value.value else "rmsprop"
         return kind
@@ -765,7 +771,7 @@ class _Reader:
         """The optimizer holds every parameter of the model: its params are ``model.parameters()``
         (``model.module``, ``self`` in a Lightning module, ``filter(...)`` and
         ``named_parameters()`` groups included), not a sub-module's."""
-        params = static_values.keyword(call, "params", 0)
+        params = infer.argument(call, "params", 0)
         if params is None:
             return False
         holders: List[nodes.NodeNG] = [params]
@@ -788,7 +794,7 @@ class _Reader:
     def _hf_optimizer(self) -> None:
         call = self.hf_args
         assert call is not None
-        optim = static_values.keyword(call, "optim")
+        optim = infer.argument(call, "optim")
         if optim is None:
             if self.hf_args_opaque:
                 self.unknown.add("optimizer")
@@ -877,7 +883,7 @@ class _Reader:
             elif method == "float":
                 kind = "fp32"
             else:
-                dtype = static_values.keyword(call, "dtype")
+                dtype = infer.argument(call, "dtype")
                 if dtype is None:
                     dtype = next((a for a in call.args if model_flow.looks_like_dtype(a)), None)
                 if dtype is None:
@@ -906,19 +912,19 @@ class _Reader:
         for call in self.calls:
             name = model_flow.class_qname(call)
             if name in AUTOCAST_CONTEXTS:
-                enabled = static_values.keyword(call, "enabled")
+                enabled = infer.argument(call, "enabled")
                 if enabled is not None:
                     value = static_values.evaluate(enabled)
                     if value is None:
                         return "unknown"
                     if not value.value:
                         continue
-                device = static_values.str_value(static_values.keyword(call, "device_type", 0))
+                device = static_values.str_value(infer.argument(call, "device_type", 0))
                 if name == "torch.amp.autocast" and device is not None and device.value == "cpu":
                     continue
                 found = found or _Found("amp", call)
             elif name in GRAD_SCALERS:
-                enabled = static_values.keyword(call, "enabled")
+                enabled = infer.argument(call, "enabled")
                 if enabled is not None:
                     value = static_values.evaluate(enabled)
                     if value is None:
@@ -932,7 +938,7 @@ class _Reader:
         found: Any = None
         if self.hf_args is not None:
             for key in ("fp16", "bf16"):
-                arg = static_values.keyword(self.hf_args, key)
+                arg = infer.argument(self.hf_args, key)
                 if arg is None:
                     continue
                 value = static_values.evaluate(arg)
@@ -947,14 +953,14 @@ class _Reader:
         for call in self.calls:
             dotted = model_flow.callee_name(call)
             if dotted in ("accelerate.Accelerator", "accelerate.accelerator.Accelerator"):
-                arg = static_values.keyword(call, "mixed_precision")
+                arg = infer.argument(call, "mixed_precision")
                 value = static_values.str_value(arg) if arg is not None else None
                 if value is None:
                     return "unknown"  # `accelerate launch` and its config decide
                 found = _Found("fp32" if value.value == "no" else "amp", arg)
             elif dotted and (dotted.endswith("lightning.Trainer") or dotted.endswith("pytorch.Trainer")
                              or dotted == "lightning.pytorch.trainer.Trainer" or _is_fabric(dotted)):
-                arg = static_values.keyword(call, "precision")
+                arg = infer.argument(call, "precision")
                 if arg is None:
                     found = found or _Found("fp32", call)
                     continue
@@ -970,7 +976,7 @@ class _Reader:
     def _batch_size(self) -> None:
         if self.hf_args is not None:
             key = "per_device_train_batch_size" if self._training() else "per_device_eval_batch_size"
-            arg = static_values.keyword(self.hf_args, key)
+            arg = infer.argument(self.hf_args, key)
             if arg is not None:
                 self.set_resolved("batch_size", static_values.int_value(arg))
                 return
@@ -1007,9 +1013,9 @@ class _Reader:
         self.set("batch_size", first.value, first.node)
 
     def _loader_batch(self, call: nodes.Call) -> Optional[Resolved]:
-        arg = static_values.keyword(call, "batch_size", 1)
+        arg = infer.argument(call, "batch_size", 1)
         if arg is None:
-            if static_values.keyword(call, "batch_sampler") is not None or static_values.has_opaque_arguments(call):
+            if infer.argument(call, "batch_sampler") is not None or static_values.has_opaque_arguments(call):
                 return None
             return Resolved(1, call)  # DataLoader's default
         return static_values.int_value(arg)
@@ -1060,7 +1066,7 @@ class _Reader:
             for kw in call.keywords or ():
                 if kw.arg == "max_length" and self._is_tokenizer_call(call):
                     value = static_values.int_value(kw.value)
-                    padding = static_values.str_value(static_values.keyword(call, "padding"))
+                    padding = static_values.str_value(infer.argument(call, "padding"))
                     if value is None:
                         unresolved = True
                     elif padding is not None and padding.value == "max_length":
@@ -1069,7 +1075,7 @@ class _Reader:
                         bounds.append(value)
                 elif kw.arg in ("block_size", "max_seq_length"):
                     value = static_values.int_value(kw.value)
-                    packing = static_values.evaluate(static_values.keyword(call, "packing"))
+                    packing = static_values.evaluate(infer.argument(call, "packing"))
                     if value is None:
                         unresolved = True
                     elif kw.arg == "block_size" or (packing is not None and packing.value is True):
@@ -1085,11 +1091,11 @@ class _Reader:
                     elif value is not None:
                         exact.append(value)
         if self.hf_args is not None:
-            arg = static_values.keyword(self.hf_args, "max_seq_length") or static_values.keyword(
+            arg = infer.argument(self.hf_args, "max_seq_length") or infer.argument(
                 self.hf_args, "max_length")
             if arg is not None:
                 value = static_values.int_value(arg)
-                packing = static_values.evaluate(static_values.keyword(self.hf_args, "packing"))
+                packing = static_values.evaluate(infer.argument(self.hf_args, "packing"))
                 if value is None:
                     unresolved = True
                 elif packing is not None and packing.value is True:
@@ -1140,7 +1146,7 @@ class _Reader:
             last = dotted.rsplit(".", 1)[-1]
             if last not in CROPS and last not in RESIZES:
                 continue
-            value = static_values.evaluate(static_values.keyword(call, "size", 0))
+            value = static_values.evaluate(infer.argument(call, "size", 0))
             side = _side(value)
             if side is None:
                 unresolved = True
@@ -1170,7 +1176,7 @@ class _Reader:
                 if "flash" not in self.fields:
                     self.set("flash", True, call)
         if self.hf_args is not None and "checkpointing" not in self.fields:
-            arg = static_values.keyword(self.hf_args, "gradient_checkpointing")
+            arg = infer.argument(self.hf_args, "gradient_checkpointing")
             if arg is not None:
                 value = static_values.evaluate(arg)
                 if value is None:
@@ -1191,7 +1197,7 @@ class _Reader:
             if dotted and dotted.endswith("Accelerator"):
                 args.append(call)
         for call in args:
-            arg = static_values.keyword(call, "gradient_accumulation_steps")
+            arg = infer.argument(call, "gradient_accumulation_steps")
             if arg is not None and self.set_resolved("grad_accum_steps", static_values.int_value(arg)):
                 return
         for branch in self.module.nodes_of_class(nodes.If):
@@ -1244,22 +1250,22 @@ class _Reader:
                 self.set("sharding", "fsdp", call)
                 self.unknown.add("world_size")
             elif dotted in ("deepspeed.initialize",):
-                config = static_values.keyword(call, "config") or static_values.keyword(call, "config_params")
+                config = infer.argument(call, "config") or infer.argument(call, "config_params")
                 self._deepspeed(config, call)
             elif dotted and dotted.endswith("DeepSpeedPlugin"):
                 self._deepspeed_plugin(call)
             elif dotted and (dotted.endswith(("lightning.Trainer", "pytorch.Trainer")) or _is_fabric(dotted)):
                 self._lightning_strategy(call)
             elif dotted in ("accelerate.Accelerator", "accelerate.accelerator.Accelerator"):
-                if static_values.keyword(call, "deepspeed_plugin") is None and static_values.keyword(
+                if infer.argument(call, "deepspeed_plugin") is None and infer.argument(
                         call, "fsdp_plugin") is None:
                     self.cannot_read("sharding", f"{_shown(call)} leaves sharding to `accelerate launch` and its "
                                                  "config", call)
         if self.hf_args is not None:
-            ds = static_values.keyword(self.hf_args, "deepspeed")
+            ds = infer.argument(self.hf_args, "deepspeed")
             if ds is not None:
                 self._deepspeed(ds, self.hf_args)
-            fsdp = static_values.keyword(self.hf_args, "fsdp")
+            fsdp = infer.argument(self.hf_args, "fsdp")
             if fsdp is not None:
                 value = static_values.evaluate(fsdp)
                 if value is None:
@@ -1282,7 +1288,7 @@ class _Reader:
         strategy object (``FSDPStrategy(...)``, ``DDPStrategy()``, ``DeepSpeedStrategy(stage=N)``)
         written in place or bound to a name (assignments in branches that known tests rule out
         left aside); the devices times the nodes are the world size."""
-        strategy = static_values.keyword(call, "strategy")
+        strategy = infer.argument(call, "strategy")
         kind: Optional[str] = "none"
         where: nodes.NodeNG = call
         if strategy is not None:
@@ -1307,17 +1313,17 @@ class _Reader:
     def _strategy_object(self, built: nodes.Call) -> Optional[str]:
         name = (model_flow.callee_name(built) or "").rsplit(".", 1)[-1]
         if name == "FSDPStrategy":
-            offload = static_values.keyword(built, "cpu_offload")
+            offload = infer.argument(built, "cpu_offload")
             value = static_values.evaluate(offload) if offload is not None else None
             if offload is not None and (value is None or value.value not in (False, None)):
                 return None  # parameters offloaded to the host: not priced
-            policy = static_values.keyword(built, "activation_checkpointing_policy") or static_values.keyword(
+            policy = infer.argument(built, "activation_checkpointing_policy") or infer.argument(
                 built, "activation_checkpointing")
             if policy is not None:
                 checked = static_values.evaluate(policy)
                 if checked is None or checked.value not in (None, False):
                     self.set("checkpointing", True, policy)
-            member = static_values.keyword(built, "sharding_strategy")
+            member = infer.argument(built, "sharding_strategy")
             if member is None:
                 return "fsdp"
             text = static_values.str_value(member)
@@ -1326,11 +1332,11 @@ class _Reader:
         if name in ("DDPStrategy",):
             return "ddp"
         if name == "DeepSpeedStrategy":
-            stage = static_values.int_value(static_values.keyword(built, "stage", 1))
+            stage = static_values.int_value(infer.argument(built, "stage", 1))
             if stage is None or stage.value not in (1, 2, 3):
                 return None
             for key in ("offload_optimizer", "offload_parameters"):
-                flag = static_values.keyword(built, key)
+                flag = infer.argument(built, key)
                 value = static_values.evaluate(flag) if flag is not None else None
                 if flag is not None and (value is None or value.value is not False):
                     return None
@@ -1341,25 +1347,25 @@ class _Reader:
 
     def _devices(self, call: nodes.Call) -> Optional[Resolved]:
         """``devices=N`` times ``num_nodes=M`` of a Trainer / Fabric, when both are known integers."""
-        devices = static_values.keyword(call, "devices")
+        devices = infer.argument(call, "devices")
         if devices is None:
             return None
         count = static_values.int_value(devices)
         if count is None or isinstance(count.value, bool) or count.value < 1:
             return None
-        nodes_arg = static_values.keyword(call, "num_nodes")
+        nodes_arg = infer.argument(call, "num_nodes")
         machines = static_values.int_value(nodes_arg) if nodes_arg is not None else Resolved(1, call)
         if machines is None or machines.value < 1:
             return None
         return Resolved(count.value * machines.value, count.node)
 
     def _fsdp(self, call: nodes.Call) -> None:
-        strategy = static_values.keyword(call, "sharding_strategy", 2)
+        strategy = infer.argument(call, "sharding_strategy", 2)
         kind: Optional[str] = "fsdp"
         if strategy is not None:
             member = strategy.attrname if isinstance(strategy, nodes.Attribute) else None
             kind = FSDP_STRATEGIES.get(member or "")
-        offload = static_values.keyword(call, "cpu_offload", 3)
+        offload = infer.argument(call, "cpu_offload", 3)
         if offload is not None and not (isinstance(offload, nodes.Const) and offload.value is None):
             kind = None  # parameters offloaded to the host: not priced
         if kind is None:
@@ -1433,21 +1439,21 @@ class _Reader:
         return None
 
     def _deepspeed_plugin(self, call: nodes.Call) -> None:
-        stage = static_values.int_value(static_values.keyword(call, "zero_stage"))
+        stage = static_values.int_value(infer.argument(call, "zero_stage"))
         if stage is None or stage.value not in (0, 1, 2, 3):
             self.unknown.add("sharding")
             return
         self.set("sharding", "ddp" if stage.value == 0 else f"zero-{stage.value}", stage.node)
         if stage.value:
             self.unknown.add("world_size")
-        device = static_values.keyword(call, "offload_optimizer_device")
+        device = infer.argument(call, "offload_optimizer_device")
         if device is not None:
             value = static_values.str_value(device)
             if value is None:
                 self.unknown.add("sharding")
             elif value.value in ("cpu", "nvme"):
                 self.set("offload_optimizer", True, device)
-        params = static_values.keyword(call, "offload_param_device")
+        params = infer.argument(call, "offload_param_device")
         if params is not None:
             value = static_values.str_value(params)
             if value is None or value.value not in ("none",):
@@ -1463,7 +1469,7 @@ class _Reader:
             if method == "cpu" and isinstance(call.func, nodes.Attribute) and self._is_model_expr(call.func.expr):
                 return False
             if method == "to" and isinstance(call.func, nodes.Attribute) and self._is_model_expr(call.func.expr):
-                device = static_values.keyword(call, "device", 0)
+                device = infer.argument(call, "device", 0)
                 if device is not None and model_flow.dtype_kind(device) is None:
                     kind = model_flow.device_kind(device)
                     if kind == "cpu":
@@ -1474,7 +1480,7 @@ class _Reader:
             name = model_flow.class_qname(call)
             dotted = model_flow.callee_name(call)
             if name in MODEL_WRAPPERS or (dotted and (
-                    dotted.startswith(("deepspeed.", "accelerate.")) or HF_TRAINERS.match(dotted)
+                    dotted.startswith(("deepspeed.", "accelerate.")) or _framework_trainer(dotted)
                     or dotted.endswith(("lightning.Trainer", "pytorch.Trainer", ".Fabric")))):
                 evidence = True
             if self._cpu_framework(call, dotted):
@@ -1487,12 +1493,12 @@ class _Reader:
     def _cpu_framework(self, call: nodes.Call, dotted: Optional[str]) -> bool:
         """``Accelerator(cpu=True)``, ``Trainer(accelerator="cpu")``, ``TrainingArguments(use_cpu=True)``."""
         for key in ("cpu", "use_cpu", "no_cuda"):
-            arg = static_values.keyword(call, key)
+            arg = infer.argument(call, key)
             if arg is not None and dotted and (dotted.startswith(("accelerate.", "transformers.", "trl."))):
                 value = static_values.evaluate(arg)
                 if value is not None and value.value is True:
                     return True
-        accelerator = static_values.keyword(call, "accelerator")
+        accelerator = infer.argument(call, "accelerator")
         if accelerator is not None and dotted and dotted.endswith(("lightning.Trainer", "pytorch.Trainer", ".Fabric")):
             value = static_values.str_value(accelerator)
             return value is not None and value.value == "cpu"
@@ -1506,12 +1512,13 @@ class _Reader:
             if dotted not in ("peft.LoraConfig", "peft.tuners.lora.LoraConfig"):
                 continue
             self.set("lora", True, call)
-            rank = static_values.keyword(call, "r")
+            rank = infer.argument(call, "r")
             if rank is None:
                 self.set("lora_rank", 8, call)  # peft's default rank
             else:
                 self.set_resolved("lora_rank", static_values.int_value(rank))
-            targets = static_values.keyword(call, "target_modules")
+            self._lora_dropout(call)
+            targets = infer.argument(call, "target_modules")
             value = static_values.evaluate(targets) if targets is not None else None
             names = value.value if value is not None else None
             if isinstance(names, str):
@@ -1527,6 +1534,19 @@ class _Reader:
                     return
             self.unknown.add("lora_rank")  # adapters on layers not read: not what is priced
             return
+
+    def _lora_dropout(self, config: nodes.Call) -> None:
+        """``LoraConfig(lora_dropout=p)``: the adapters' input dropout (peft's default 0.0 when
+        not given); a value that is not a probability is not read."""
+        given = infer.argument(config, "lora_dropout")
+        if given is None:
+            return
+        found = static_values.evaluate(given)
+        value = found.value if found is not None else None
+        if found is None or lora_dropout_error(value) is not None:
+            self.cannot_read("lora_dropout", f"lora_dropout={_shown(given)}: not a probability read", given)
+            return
+        self.set("lora_dropout", float(value), found.node)
 
     def _frozen(self) -> None:
         """``requires_grad_(False)`` or ``p.requires_grad = False``: fewer trainable parameters

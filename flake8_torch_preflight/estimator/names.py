@@ -21,8 +21,9 @@ _META_PREFIX = re.compile(r"^meta-(?=llama)", re.IGNORECASE)
 #: Suffixes stripped at most, one after another.
 _MAX_SUFFIXES = 4
 
-#: torch.optim classes by the cost model's optimizer names. NAdam/RAdam/Adamax/Adadelta keep
-#: two state tensors per parameter, as Adam does.
+#: torch.optim classes by the cost model's optimizer names. NAdam/RAdam/Adamax keep two state
+#: tensors per parameter, as Adam does; Adadelta has its own entry (two states, and a step with
+#: two temporary copies).
 TORCH_OPTIMIZERS = {
     "torch.optim.SGD": "sgd",
     "torch.optim.Adam": "adam",
@@ -30,7 +31,7 @@ TORCH_OPTIMIZERS = {
     "torch.optim.NAdam": "adam",
     "torch.optim.RAdam": "adam",
     "torch.optim.Adamax": "adam",
-    "torch.optim.Adadelta": "adam",
+    "torch.optim.Adadelta": "adadelta",
     "torch.optim.Adagrad": "adagrad",
     "torch.optim.RMSprop": "rmsprop",
     "torch.optim.Adafactor": "adafactor",

@@ -29,7 +29,8 @@ value read records ``sources[field] = "recipe.yaml:LINE"``, the line of its key.
   ``freeze_trainable_layers`` layers train, ``full``), ``adapter`` (axolotl), ``use_peft``,
   ``lora_rank`` / ``lora_r`` / torchtune's ``model.lora_rank``, ``lora_target`` /
   ``lora_target_modules`` / ``lora_target_linear`` / torchtune's ``lora_attn_modules`` and
-  ``apply_lora_to_mlp``;
+  ``apply_lora_to_mlp`` / litgpt's ``lora_query`` ... ``lora_head``, ``lora_dropout`` (torchtune's
+  ``model.lora_dropout``);
 * **quantization**: ``quantization_bit`` (with ``quantization_type``), ``load_in_4bit`` (with
   ``bnb_4bit_quant_type``), ``load_in_8bit``, torchtune's ``quantize_base``;
 * **sharding**: ``deepspeed`` (a config inline or the JSON file it names, next to the recipe:
@@ -50,11 +51,12 @@ from .catalogue import CatalogueError, ModelSpec, layer_params, model_from_confi
 from .files import parse_json, read_json, read_text
 from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS, resolve_model
 from .run import (
+    ALL_LINEAR_TARGET,
     DEFAULT_LORA_RANK,
-    LORA_ALL_LINEAR,
     RunSpec,
     RunSpecError,
     limit_words,
+    lora_dropout_error,
     parse_lora_targets,
     shown_value,
     within_limits,
@@ -88,9 +90,11 @@ TRL_LORA_KEYS = frozenset({"lora_r", "lora_alpha", "lora_dropout", "lora_target_
 #: litgpt's ``quantize`` values (bitsandbytes; ``-dq`` adds double quantisation of the scales).
 LITGPT_QUANTIZE = {"bnb.nf4": "nf4", "bnb.nf4-dq": "nf4", "bnb.fp4": "fp4", "bnb.fp4-dq": "fp4", "bnb.int8": "int8"}
 
-#: litgpt's LoRA switches -> the module each wraps (``lora_mlp`` and ``lora_head`` depend on the family).
+#: litgpt's LoRA switches -> the module each wraps (``lora_mlp``'s modules depend on the family;
+#: ``lora_head`` wraps the output head, ``LITGPT_HEAD``).
 LITGPT_LORA_FLAGS = {"query": "q_proj", "key": "k_proj", "value": "v_proj", "projection": "o_proj", "mlp": "",
                      "head": ""}
+LITGPT_HEAD = "lm_head"
 
 #: torchtune builders' LoRA arguments -> module names (``apply_lora_to_mlp``: w1, w2, w3).
 TORCHTUNE_MLP = ("w1", "w2", "w3")
@@ -425,12 +429,7 @@ class _Recipe:
                                                f"{self.source(quantize[1])}: not priced")
             else:
                 self.set("quantization", mode, quantize[1])
-        flags = {name: self.at(f"lora_{name}") for name in LITGPT_LORA_FLAGS}
-        if self.values.get("lora") and all(v is not None for v in flags.values()):
-            chosen = [name for name, v in flags.items() if v is not None and v[0] is True]
-            if chosen and not set(chosen) & {"mlp", "head"}:
-                line = max(v[1] for v in flags.values() if v is not None)
-                self.set("lora_targets", tuple(LITGPT_LORA_FLAGS[name] for name in chosen), line)
+        self._litgpt_lora_targets()
         devices = [self.at(key) for key in ("devices", "num_nodes")]
         count = 1
         for found in devices:
@@ -456,6 +455,28 @@ class _Recipe:
             self.set("world_size", count, (devices[0] or devices[1] or total)[1])
 
     # ---------------------------------------------------------------------- model
+
+    def _litgpt_lora_targets(self) -> None:
+        """litgpt's ``lora_query`` ... ``lora_head`` switches (all of them written): the attention
+        projections they name; ``lora_mlp`` with every attention switch on is every linear layer of
+        the blocks (``all-linear``); ``lora_head`` adds the output head (``lm_head``). The MLP's
+        modules alone depend on the family: left unset."""
+        flags = {name: self.at(f"lora_{name}") for name in LITGPT_LORA_FLAGS}
+        if not self.values.get("lora") or any(v is None for v in flags.values()):
+            return
+        chosen = {name for name, v in flags.items() if v is not None and v[0] is True}
+        attention = [name for name in LITGPT_LORA_FLAGS if LITGPT_LORA_FLAGS[name]]
+        if "mlp" in chosen:
+            if not set(attention) <= chosen:
+                return
+            names = [ALL_LINEAR_TARGET]
+        else:
+            names = [LITGPT_LORA_FLAGS[name] for name in attention if name in chosen]
+        if "head" in chosen:
+            names.append(LITGPT_HEAD)
+        if names:
+            line = max(v[1] for v in flags.values() if v is not None)
+            self.set("lora_targets", parse_lora_targets(",".join(names)), line)
 
     def _model(self) -> None:
         component = self.at("model", "_component_")
@@ -560,7 +581,25 @@ class _Recipe:
                 self.set_default("lora_rank", DEFAULT_LORA_RANK, "TRL default lora_r")
             else:
                 self.set_default("lora_rank", PEFT_DEFAULT_RANK, "peft default r")
+        if self.values.get("lora"):
+            self._lora_dropout()
         self._lora_targets()
+
+    def _lora_dropout(self) -> None:
+        """``lora_dropout`` (peft's ``LoraConfig`` field as LLaMA-Factory, axolotl, litgpt and TRL
+        write it; torchtune's ``model.lora_dropout``): the adapters' input dropout."""
+        found = self.find("lora_dropout")
+        if found is None:
+            return
+        value, line, path = found
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if lora_dropout_error(value) is not None:
+            raise self.fail(path[-1], line, "a probability at least 0 and below 1", value)
+        self.set("lora_dropout", float(value), line)
 
     def _nested_rank(self) -> Optional[Tuple[Any, int, Path]]:
         for path, (value, line) in self.fields.items():
@@ -592,9 +631,6 @@ class _Recipe:
             if mlp is not None and mlp[0] is True:
                 names += list(TORCHTUNE_MLP)
         if not names:
-            return
-        if any(name.strip().lower() in LORA_ALL_LINEAR for name in names):
-            self.set("lora_targets", None, line)
             return
         try:
             targets = parse_lora_targets(",".join(names))

@@ -601,6 +601,7 @@ def test_lightning_trainer_precision_and_strategy(tmp_path: Path) -> None:
         ("torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)", "sgd-momentum"),
         ("torch.optim.RMSprop(model.parameters())", "rmsprop"),
         ("torch.optim.Adagrad(model.parameters())", "adagrad"),
+        ("torch.optim.Adadelta(model.parameters(), lr=1.0)", "adadelta"),
         ("bnb.optim.AdamW8bit(model.parameters())", "adamw-8bit"),
         ("bnb.optim.PagedAdamW8bit(model.parameters())", "adamw-8bit"),
         ("Adafactor(model.parameters())", "adafactor"),
@@ -893,6 +894,41 @@ def test_lora(tmp_path: Path) -> None:
     reading = read(source, tmp_path)
     assert reading.run.lora is True and reading.run.lora_rank == 32 and "lora_rank" not in reading.unknown
     assert reading.run.sources["lora"] == line(source, "lora")
+
+
+@pytest.mark.parametrize("given, dropout", [("lora_dropout=0.05, ", 0.05), ("lora_dropout=0, ", 0.0), ("", 0.0)])
+def test_lora_dropout(tmp_path: Path, given: str, dropout: float) -> None:
+    source = """
+        from peft import LoraConfig, get_peft_model
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+        p = 0.05
+        config = LoraConfig(r=8, GIVENtarget_modules=["c_attn"])  # <- lora
+        model = get_peft_model(model, config)
+    """.replace("GIVEN", given)
+    reading = read(source, tmp_path)
+    assert reading.run.lora_dropout == dropout and "lora_dropout" not in reading.unknown
+    if given:
+        assert reading.run.sources["lora_dropout"] == line(source, "lora")
+    else:
+        assert "lora_dropout" not in reading.run.sources  # peft's default, 0.0
+
+
+def test_lora_dropout_through_a_name_and_one_that_is_not_read(tmp_path: Path) -> None:
+    source = """
+        from peft import LoraConfig
+        from transformers import AutoModelForCausalLM
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+        p = 0.1  # <- dropout
+        config = LoraConfig(r=8, lora_dropout=p, target_modules=["c_attn"])
+    """
+    reading = read(source, tmp_path)
+    assert reading.run.lora_dropout == 0.1 and reading.run.sources["lora_dropout"] == line(source, "dropout")
+    opaque = source.replace("lora_dropout=p", "lora_dropout=args.dropout")
+    reading = read(opaque, tmp_path)
+    assert reading.run.lora_dropout == 0.0 and "lora_dropout" in reading.unknown
+    assert reading.unread["lora_dropout"] == "lora_dropout=args.dropout: not a probability read at train.py:6"
+    assert "lora_dropout" in read(source.replace("p = 0.1", "p = 1.0"), tmp_path).unknown
 
 
 def test_frozen_parameters_are_flagged(tmp_path: Path) -> None:

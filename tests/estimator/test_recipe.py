@@ -251,3 +251,96 @@ def test_json_key_lines_follow_nesting() -> None:
     assert lines[("a",)] == 2 and lines[("deepspeed",)] == 3 and lines[("deepspeed", "zero_optimization")] == 4
     assert lines[("deepspeed", "zero_optimization", "stage")] == 4 and lines[("deepspeed", "a")] == 5
     assert lines[("b",)] == 7 and ("b", "c") not in lines
+
+
+# ================================================================================ lora_dropout
+
+#: One recipe per style with its LoRA dropout, and the line its key is on.
+DROPOUT_RECIPES = {
+    "llama-factory": ("lf.yaml", "model_name_or_path: meta-llama/Llama-2-7b-hf\nstage: sft\nfinetuning_type: lora\n"
+                      "lora_rank: 8\nlora_dropout: 0.1\nlora_target: q_proj,v_proj\ncutoff_len: 512\n", 0.1, 5),
+    "axolotl": ("ax.yml", "base_model: mistralai/Mistral-7B-v0.1\nadapter: lora\nlora_r: 16\nlora_dropout: 0.05\n"
+                "lora_target_modules:\n  - q_proj\n  - v_proj\nsequence_len: 512\nmicro_batch_size: 1\n", 0.05, 4),
+    "torchtune": ("tt.yaml", "model:\n  _component_: torchtune.models.llama2.lora_llama2_7b\n"
+                  "  lora_attn_modules: ['q_proj', 'v_proj']\n  lora_rank: 8\n  lora_dropout: 0.0\n"
+                  "batch_size: 2\n", 0.0, 5),
+    "litgpt": ("lit.yaml", "checkpoint_dir: checkpoints/meta-llama/Llama-2-7b-hf\nlora_r: 8\nlora_dropout: 0.05\n"
+               "lora_query: true\nlora_key: false\nlora_value: true\nlora_projection: false\nlora_mlp: false\n"
+               "lora_head: false\n", 0.05, 3),
+}
+
+
+@needs_yaml
+@pytest.mark.parametrize("style", sorted(DROPOUT_RECIPES))
+def test_lora_dropout_is_read_in_every_recipe_style(style: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    name, text, dropout, line = DROPOUT_RECIPES[style]
+    path = tmp_path / name
+    path.write_text(text)
+    config = run_json([str(path)], capsys)["config"]
+    assert (config["lora"], config["lora_dropout"]) == (True, dropout)
+    assert config["sources"]["lora_dropout"] == f"{name}:{line}"
+
+
+def test_lora_dropout_in_a_trl_argument_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "args.json"
+    path.write_text(json.dumps({"model_name_or_path": "Qwen/Qwen2-0.5B", "use_peft": True, "lora_r": 16,
+                                "lora_dropout": 0.05, "per_device_train_batch_size": 4}, indent=1))
+    config = run_json([str(path)], capsys)["config"]
+    assert (config["lora_rank"], config["lora_dropout"]) == (16, 0.05)
+
+
+@needs_yaml
+def test_lora_dropout_without_lora_is_not_read_and_a_wrong_one_is_refused(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    full = tmp_path / "full.yaml"
+    full.write_text("model_name_or_path: meta-llama/Llama-2-7b-hf\nstage: sft\nfinetuning_type: full\n"
+                    "lora_dropout: 0.1\n")
+    config = run_json([str(full)], capsys)["config"]
+    assert config["lora"] is False and config["lora_dropout"] is None and "lora_dropout" not in config["sources"]
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("model_name_or_path: meta-llama/Llama-2-7b-hf\nfinetuning_type: lora\nlora_dropout: 1.5\n")
+    assert refused([str(wrong)], capsys) == (
+        f"estimate: {wrong}: lora_dropout must be a probability at least 0 and below 1, got 1.5 (line 3)\n")
+
+
+#: litgpt's LoRA switches in the order of ``LITGPT_LORA_FLAGS``.
+LITGPT_SWITCHES = ("query", "key", "value", "projection", "mlp", "head")
+
+
+@needs_yaml
+@pytest.mark.parametrize("on, targets", [
+    (("query", "key", "value", "projection", "mlp", "head"), ["all-linear", "lm_head"]),
+    (("query", "key", "value", "projection", "mlp"), None),
+    (("query", "value", "head"), ["q_proj", "v_proj", "lm_head"]),
+    (("query", "value"), ["q_proj", "v_proj"]),
+])
+def test_litgpt_switches_give_the_targets(on: Tuple[str, ...], targets: Any, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    lines = ["checkpoint_dir: checkpoints/meta-llama/Llama-2-7b-hf", "lora_r: 8"]
+    lines += [f"lora_{name}: {'true' if name in on else 'false'}" for name in LITGPT_SWITCHES]
+    path = tmp_path / "lit.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    config = run_json([str(path)], capsys)["config"]
+    assert config["lora_targets"] == targets
+    assert config["sources"]["lora_targets"] == "lit.yaml:8"
+
+
+@needs_yaml
+def test_litgpt_mlp_without_every_attention_switch_is_not_priced_as_all_linear(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = ["checkpoint_dir: checkpoints/meta-llama/Llama-2-7b-hf", "lora_r: 8"]
+    lines += [f"lora_{name}: {'true' if name in ('query', 'mlp') else 'false'}" for name in LITGPT_SWITCHES]
+    path = tmp_path / "lit.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    config = run_json([str(path)], capsys)["config"]
+    assert "lora_targets" not in config["sources"]
+
+
+@needs_yaml
+def test_all_linear_with_the_head_keeps_the_head(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "lf.yaml"
+    path.write_text("model_name_or_path: meta-llama/Llama-2-7b-hf\nfinetuning_type: lora\nlora_target: all,lm_head\n")
+    assert run_json([str(path)], capsys)["config"]["lora_targets"] == ["all-linear", "lm_head"]
+    path.write_text("model_name_or_path: meta-llama/Llama-2-7b-hf\nfinetuning_type: lora\nlora_target: all\n")
+    assert run_json([str(path)], capsys)["config"]["lora_targets"] is None
