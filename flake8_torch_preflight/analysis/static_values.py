@@ -480,23 +480,13 @@ def sibling_module(binding: nodes.ImportFrom) -> Optional[nodes.Module]:
     The guard in ``brain`` still refuses torch and installed packages; only the user's own
     modules (in the script's folder) are read, never executed.
     """
-    root = binding.root()
-    context = getattr(root, "file", None)
-    if not context or binding.modname is None:
-        return None
-    name = binding.modname
-    try:
-        if binding.level:
-            name = root.relative_to_absolute_name(name, binding.level)
-        module = AstroidManager().ast_from_module_name(name, context_file=context)
-    except (AstroidError, RecursionError, ValueError, ImportError, OSError):
-        return None
-    return module if isinstance(module, nodes.Module) and module is not root else None
+    return _module_named(binding.modname, binding.root(), binding.level or 0)
 
 
 def project_module(expr: nodes.NodeNG) -> Optional[nodes.Module]:
     """The project module a name stands for (``import models_mae``; ``from pkg import models``),
-    read next to the checked file under the same guard as ``sibling_module``; None otherwise."""
+    read next to the checked file under the same guard as ``sibling_module``, and only from the
+    checked file's folder tree; None otherwise."""
     if not isinstance(expr, nodes.Name):
         return None
     try:
@@ -506,36 +496,42 @@ def project_module(expr: nodes.NodeNG) -> Optional[nodes.Module]:
     if len(bindings) != 1:
         return None
     binding = bindings[0]
-    root = binding.root()
-    context = getattr(root, "file", None)
-    if not context:
-        return None
     names: List[str] = []
+    level = 0
     if isinstance(binding, nodes.Import):
         names = [name for name, alias in binding.names if (alias or name) == expr.name and "." not in name]
     elif isinstance(binding, nodes.ImportFrom) and binding.modname is not None:
-        for name, alias in binding.names:
-            if (alias or name) == expr.name:
-                base = binding.modname
-                if binding.level:
-                    try:
-                        base = root.relative_to_absolute_name(base, binding.level)
-                    except (AstroidError, ValueError):
-                        return None
-                names = [f"{base}.{name}" if base else name]
+        level = binding.level or 0
+        names = [
+            "{}.{}".format(binding.modname, name) if binding.modname else name
+            for name, alias in binding.names if (alias or name) == expr.name
+        ]
     if len(names) != 1:
         return None
-    try:
-        module = AstroidManager().ast_from_module_name(names[0], context_file=context)
-    except (AstroidError, RecursionError, ValueError, ImportError, OSError):
-        return None
-    if not isinstance(module, nodes.Module) or module is root:
+    root = binding.root()
+    module = _module_named(names[0], root, level)
+    if module is None:
         return None
     path = getattr(module, "file", None) or ""
-    here = os.path.dirname(os.path.abspath(str(context)))
+    here = os.path.dirname(os.path.abspath(str(root.file)))
     if not path or not os.path.abspath(path).startswith(here + os.sep):
         return None  # an installed package, not the project
     return module
+
+
+def _module_named(name: Optional[str], root: nodes.Module, level: int) -> Optional[nodes.Module]:
+    """The module ``name`` (relative to ``root`` by ``level`` dots) as astroid reads it from
+    ``root``'s file under ``brain``'s guard; None when it cannot be read or is ``root`` itself."""
+    context = getattr(root, "file", None)
+    if not context or name is None:
+        return None
+    try:
+        if level:
+            name = root.relative_to_absolute_name(name, level)
+        module = AstroidManager().ast_from_module_name(name, context_file=context)
+    except (AstroidError, RecursionError, ValueError, ImportError, OSError):
+        return None
+    return module if isinstance(module, nodes.Module) and module is not root else None
 
 
 def evaluate_node(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:
