@@ -24,45 +24,18 @@ import csv
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, List, Optional
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from mirror import find_git_dir  # noqa: E402  (benchmarks/mirror.py)
 
 #: What is written of a repository: the files a reader may follow from a script.
 SUFFIXES = (".py", ".yaml", ".yml", ".json")
 
 #: Larger files are skipped (the estimator refuses files over 1 MiB anyway).
 MAX_BYTES = 1 << 20
-
-
-def candidate_git_dirs(root: Path, repository: str) -> Iterator[Path]:
-    owner, name = repository.split("/", 1)
-    snapshot = root / "{}+{}".format(owner, name) / "repo"
-    yield snapshot / ".git"
-    yield snapshot
-    for clone in (root / name, root / owner / name, root / "{}+{}".format(owner, name)):
-        yield clone / ".git"
-        yield clone
-
-
-def has_commit(git_dir: Path, commit: str) -> bool:
-    if not git_dir.is_dir():
-        return False
-    proc = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "cat-file", "-e", commit + "^{commit}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=False,
-    )
-    return proc.returncode == 0
-
-
-def find_git_dir(roots: List[Path], repository: str, commit: str) -> Optional[Path]:
-    for root in roots:
-        for git_dir in candidate_git_dirs(root, repository):
-            if has_commit(git_dir, commit):
-                return git_dir
-    return None
 
 
 def tree_files(git_dir: Path, commit: str) -> List[tuple]:

@@ -23,39 +23,12 @@ import csv
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, List, Optional
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
 
-
-def candidate_git_dirs(root: Path, repository: str) -> Iterator[Path]:
-    owner, name = repository.split("/", 1)
-    snapshot = root / "{}+{}".format(owner, name) / "repo"
-    yield snapshot / ".git"
-    yield snapshot
-    for clone in (root / name, root / owner / name, root / "{}+{}".format(owner, name)):
-        yield clone / ".git"
-        yield clone
-
-
-def has_commit(git_dir: Path, commit: str) -> bool:
-    if not git_dir.is_dir():
-        return False
-    proc = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "cat-file", "-e", commit + "^{commit}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=False,
-    )
-    return proc.returncode == 0
-
-
-def find_git_dir(roots: List[Path], repository: str, commit: str) -> Optional[Path]:
-    for root in roots:
-        for git_dir in candidate_git_dirs(root, repository):
-            if has_commit(git_dir, commit):
-                return git_dir
-    return None
+from mirror import find_git_dir  # noqa: E402  (benchmarks/mirror.py)
 
 
 def show(git_dir: Path, spec: str) -> Optional[bytes]:

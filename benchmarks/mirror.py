@@ -1,0 +1,37 @@
+"""Finding a commit in the local git repositories the benchmarks read (``fetch`` snapshots under
+``<root>/<owner>+<name>/repo``, or ordinary clones); shared by the benchmarks' ``fetch_files.py``."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+
+def candidate_git_dirs(root: Path, repository: str) -> Iterator[Path]:
+    owner, name = repository.split("/", 1)
+    snapshot = root / "{}+{}".format(owner, name) / "repo"
+    yield snapshot / ".git"
+    yield snapshot
+    for clone in (root / name, root / owner / name, root / "{}+{}".format(owner, name)):
+        yield clone / ".git"
+        yield clone
+
+
+def has_commit(git_dir: Path, commit: str) -> bool:
+    if not git_dir.is_dir():
+        return False
+    proc = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "-e", commit + "^{commit}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    return proc.returncode == 0
+
+
+def find_git_dir(roots: List[Path], repository: str, commit: str) -> Optional[Path]:
+    for root in roots:
+        for git_dir in candidate_git_dirs(root, repository):
+            if has_commit(git_dir, commit):
+                return git_dir
+    return None
