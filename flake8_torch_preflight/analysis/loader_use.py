@@ -115,6 +115,14 @@ def _flow(
         if isinstance(parent, nodes.Keyword):
             child, parent = parent, parent.parent
             continue
+        if _next_method(parent, child):
+            loop = loops.innermost(parent)
+            fresh = isinstance(child, nodes.Call) and infer.call_name(child) == "iter"
+            if fresh and (loop is None or not training_step.owns_step(loop)):
+                uses.sampled = True  # iter(loader).next() once per epoch: a batch to look at
+            elif loop is not None:
+                _classify(loop, uses, via)
+            return
         if isinstance(parent, nodes.Call) and child is not parent.func:
             name = infer.call_name(parent)
             meaning = frameworks.call_meaning(parent) if name in PREPARE_CALLS else None
@@ -366,6 +374,34 @@ def _self_attr_uses(target: nodes.AssignAttr) -> List[nodes.Attribute]:
     ]
 
 
+def _next_method(parent: nodes.NodeNG, child: nodes.NodeNG) -> bool:
+    """``child.next()`` / ``child.__next__()``: one batch read from an iterator, as ``next(child)``."""
+    return (
+        isinstance(parent, nodes.Attribute)
+        and parent.expr is child
+        and parent.attrname in ("next", "__next__")
+        and isinstance(parent.parent, nodes.Call)
+        and parent.parent.func is parent
+    )
+
+
+def _rebound_unread(bindings: List[nodes.NodeNG]) -> bool:
+    """Every name the loader was bound to is read nowhere and bound again in the same scope
+    (``loader = DataLoader(ds)`` replaced by ``loader = DataLoader(train_part)`` before any use)."""
+    if not bindings or not all(isinstance(b, nodes.AssignName) for b in bindings):
+        return False
+    for binding in bindings:
+        if _name_uses(binding):
+            return False
+        others = [
+            n for n in binding.scope().nodes_of_class(nodes.AssignName)
+            if n.name == binding.name and n is not binding and n.scope() is binding.scope()
+        ]
+        if not others:
+            return False  # bound once and never read here: another module may import it
+    return True
+
+
 def _fresh_iterator(next_call: nodes.Call) -> bool:
     """``next(iter(x))``: the first batch of a new pass, not the next one of a running iterator."""
     args = next_call.args
@@ -547,6 +583,8 @@ class LoaderConsumers:
             return True
         if use in (self.ITERATED, self.EVALUATED_ONCE):
             return False
+        if _rebound_unread(self.flows(call).bindings):
+            return False  # replaced before it was ever read: a dead loader
         scope = call.scope()
         for other in scope.nodes_of_class(nodes.Call):
             if other is call or other.scope() is not scope or infer.call_name(other) not in self.names:

@@ -6,7 +6,8 @@ from typing import FrozenSet, Optional, Sequence
 
 from astroid import nodes
 
-from ..analysis import accumulators, infer, loops, provenance
+from ..analysis import accumulators, device, infer, loops, provenance
+from ..analysis.torch_names import DATALOADERS
 from ..analysis.provenance import Prov, Provenance, source_text
 from ._base import Rule, register, text_gate
 
@@ -20,6 +21,12 @@ INPLACE_ACCUMULATE = frozenset({"add_", "sub_"})
 #: run backward itself (timm's NativeScaler ``loss_scaler(loss, opt)``, apex ``scale_loss``, a
 #: ``train_step`` from another module).  Which of the two cases applies is then unknown: silence.
 MAY_BACKPROPAGATE = re.compile(r"backward|scaler|scale_loss|step|optimi[sz]e", re.IGNORECASE)
+
+#: Iterables that count steps or epochs: a loop over them is the run's loop, never a walk over values.
+STEP_COUNTERS = frozenset({"range", "count", "cycle", "repeat"})
+
+#: Dict views a walk over one step's values iterates (``for k, v in losses.items()``).
+DICT_VIEWS = frozenset({"items", "values", "keys"})
 
 #: Longest stored expression quoted in the message.
 MAX_TEXT = 32
@@ -48,9 +55,14 @@ class GraphRetention(Rule):
         "the iteration."
     )
     leaves_alone = (
-        "It stays silent for containers created inside the loop, and for retention that a later backward() "
-        "needs: micro-batch losses summed and backpropagated, and loops that run no backward() themselves and "
-        "hand their result to a caller (a model's forward, a chunked loss, a pipeline schedule)."
+        "It stays silent for containers created inside the loop, and for a container local to a function when "
+        "every loop between its binding and the store only walks tensors that already exist (no forward pass, "
+        "no backward(): this step's loss dict split into fresh dicts, an episode's saved log-probabilities "
+        "turned into losses), since it is dropped when the call returns; for parameters, buffers and modules "
+        "(leaves, no operation's graph); for a value written into a tensor under no_grad or inference_mode "
+        "(the copy records no graph); and for retention that a later backward() needs: micro-batch losses "
+        "summed and backpropagated, and loops that run no backward() themselves and hand their result to a "
+        "caller (a model's forward, a chunked loss, a pipeline schedule)."
     )
     example_bad = (
         "import torch\n"
@@ -125,6 +137,8 @@ class GraphRetention(Rule):
                 return  # the same key every iteration: the old value is dropped
             if provenance.host_value(node.value):
                 return  # ``stats[k] = loss.item()``: nothing to retain
+            if provenance.of(self.ctx).grad_mode(node) == provenance.OFF and _is_tensor(target.value):
+                return  # ``buf[i] = loss`` under no_grad: the value is copied, no graph is recorded
             loop = loops.innermost(node)
             if loop is not None:
                 self._check(node, node.value, target.value, loop, frozenset())
@@ -169,6 +183,8 @@ class GraphRetention(Rule):
             return  # a name the analysis cannot bind (a builtin, a star import): unknown
         if defs and all(loops.inside(d.node, loop) for d in defs):
             return  # a container created fresh in this iteration
+        if _lives_for_one_step(p, root, defs, store):
+            return  # local to a function whose loops around the store only walk values that already exist
         if accumulators.reset_in_loop(root, loop, store):
             return  # re-bound fresh in the loop (``running_loss = 0`` at each optimizer step): bounded
         holders = frozenset(id(d) for d in defs) | made
@@ -194,6 +210,62 @@ class GraphRetention(Rule):
                 return
             case = _OOM
         self.report(store, value=_text(_graph_element(p, value), self.ctx.lines), case=case)
+
+
+def _lives_for_one_step(p: Provenance, root: nodes.NodeNG, defs: FrozenSet, store: nodes.NodeNG) -> bool:
+    """The container is a local of the function that fills it, and every loop between its binding
+    and the store only walks values that already exist (this step's loss dict, an episode's saved
+    log-probabilities): it holds one entry per existing tensor and is dropped when the call ends."""
+    if not defs or isinstance(root, (nodes.Attribute, nodes.AssignAttr)):
+        return False
+    scope = p.scope_of(store)
+    if not isinstance(scope, nodes.FunctionDef):
+        return False  # module level: the container lives for the whole run
+    for d in defs:
+        if d.scope is not scope or isinstance(d.node.parent, nodes.Arguments):
+            return False  # a global or a parameter: the caller owns it
+    for loop in loops.enclosing_loops(store):
+        if not loops.inside(loop, scope):
+            break
+        if all(loops.inside(d.node, loop) for d in defs):
+            return True  # bound fresh in this loop: lives for one of its iterations
+        if not _walks_existing_values(p, loop):
+            return False
+    return True
+
+
+def _walks_existing_values(p: Provenance, loop: "loops.Loop") -> bool:
+    """A ``for`` over a collection whose body makes no forward pass and runs no backward(): each
+    iteration only re-keys or combines tensors the collection already holds, not a training step."""
+    if not isinstance(loop, nodes.For):
+        return False
+    for part in _iterated(loop.iter):
+        if infer.call_name(part) in STEP_COUNTERS or infer.is_instance_of(part, DATALOADERS):
+            return False
+    for call in loops.calls_in(list(loop.body)):
+        if infer.method_name(call) == "backward":
+            return False
+        if p.call_kind(call) in (provenance.MODEL_CALL, provenance.MAYBE_MODEL_CALL):
+            return False
+    return True
+
+
+def _iterated(iterable: nodes.NodeNG) -> "list[nodes.NodeNG]":
+    """What a ``for`` header iterates, through ``enumerate``/``zip``/``tqdm`` and ``.items()``-like views."""
+    if isinstance(iterable, nodes.Call):
+        if infer.call_name(iterable) in loops.ITERATION_WRAPPERS | {"reversed", "sorted"}:
+            return [part for arg in iterable.args for part in _iterated(arg)]
+        if infer.method_name(iterable) in DICT_VIEWS and isinstance(iterable.func, nodes.Attribute):
+            return _iterated(iterable.func.expr)
+    if isinstance(iterable, nodes.Subscript):
+        return _iterated(iterable.value)
+    return [iterable]
+
+
+def _is_tensor(container: nodes.NodeNG) -> bool:
+    """The subscript store writes into a tensor (``index_put_`` copies), not a Python container."""
+    root = accumulators.container_root(container)
+    return root is not None and device.is_tensor(root)
 
 
 def _escapes(p: Provenance, scope: nodes.NodeNG, holders: FrozenSet[int], root: nodes.NodeNG, defs: FrozenSet) -> bool:

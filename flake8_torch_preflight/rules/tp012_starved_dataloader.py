@@ -56,9 +56,12 @@ MAX_DATASET_DEPTH = 4
 #: real but small (tens of microseconds an item), so it matters over a long run, not a short one.
 LIGHT = "light"
 
-#: A run of at most this many epochs over a ``LIGHT`` dataset is a demonstration (a tutorial's couple
-#: of epochs): its loading costs seconds, less than starting worker processes each epoch.
-SHORT_RUN_EPOCHS = 5
+#: A run of at most this many epochs over a ``LIGHT`` dataset is a demonstration (a tutorial's few
+#: epochs): what workers would take off the step is the conversion of one small array per item, seconds
+#: an epoch, and the DataLoader starts its workers again every epoch (re-importing the script where
+#: they are spawned); the whole run saves too little to be worth restructuring it.  A dataset with
+#: real per-item work (a resize, a crop, an augmentation, a file read) is reported whatever the length.
+SHORT_RUN_EPOCHS = 10
 
 #: Calls a ``__getitem__`` may make and still only index memory (building a tensor or a number from
 #: what ``__init__`` loaded, or drawing a random one); any other call is taken as per-item work
@@ -109,8 +112,10 @@ class StarvedDataLoader(Rule):
         "the project whose __getitem__ only indexes what __init__ loaded, pre-built graphs or pre-tokenized "
         "samples included, with helpers of the project that do the same); MNIST, CIFAR, SVHN and the other "
         "torchvision datasets that hold their split as an array, when the transform only converts it "
-        "(ToTensor, Normalize) and every loop reading the loader runs at most 5 epochs (a tutorial's "
-        "demonstration run: loading costs seconds, less than starting worker processes each epoch); loaders "
+        "(ToTensor, Normalize) and every loop reading the loader runs at most 10 epochs (a tutorial's "
+        "demonstration run: workers would take only one small array conversion per item off the step, and are "
+        "started again every epoch, so the whole run saves seconds; an augmentation, resize or crop is per-item "
+        "work and is reported whatever the length); loaders "
         "whose dataset's per-item work cannot be seen (a dataset of another package such as Hugging Face "
         "datasets, a factory of another module, a parameter no call site shows), for which only the pinning "
         "check applies; a loader that has workers but no pinned memory when no loop training from it copies "
@@ -118,11 +123,12 @@ class StarvedDataLoader(Rule):
         "cannot be read; datasets whose tensors are already on the GPU (pinning them raises, and CUDA cannot "
         "be used in forked workers); collate functions that move batches to the GPU; files that never use "
         "CUDA; a loader read once before or after training (a final test pass, a next(iter(...)) to look at "
-        "a batch), where there is no training step for loading to overlap with; and a loader whose batches "
+        "a batch, also once per epoch: one batch, which workers started for it would only delay), where "
+        "there is no training step for loading to overlap with; and a loader whose batches "
         "reach no training loop and no evaluation of the trained model in the file (a test that only "
         "inspects the loader, prompts fed to an image pipeline, a helper module returning it to another "
         "file), unless it is never iterated here and is built beside a loader that feeds training (the "
-        "evaluation loader of a run)."
+        "evaluation loader of a run); and a loader whose name is bound again before it is ever read."
     )
     example_bad = """
         import torch

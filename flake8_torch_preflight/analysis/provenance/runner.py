@@ -799,6 +799,9 @@ class _Runner:
             return stop(everything)
         if method in STOP_METHODS:
             return stop(everything)
+        if method in gradients.PARAMETER_METHODS and receiver is not None and not call.args:
+            # a module's parameters: leaves that require grad, never an operation's graph
+            return Prov(sources=frozenset({id(call)}), deps=everything.deps, leaf=True)
         if method == "requires_grad_":
             flag = _first_argument(call, "requires_grad")
             if not (isinstance(flag, nodes.Const) and not flag.value):
