@@ -52,7 +52,7 @@ class StuckEvalMode(Rule):
         r"(?m)\A(?s:(?=.*backward)(?=.*\.(?:eval\(\)|train\()))"
         r"|^\s*from\s+[\w.]+\s+import\s+(?:\([^)]*|[^\n]*)(?:train|eval|valid|epoch|fit|test)"
     )
-    message = "{what}: {model} then trains in eval mode (no dropout, frozen BatchNorm); call {model}.train() after it"
+    message = "{what}: {model} then trains in eval mode (no dropout, BN frozen); call {model}.train() after it"
     quoted = ("what", "model")
     rationale = (
         "model.eval() switches dropout off and makes batch-norm use its running statistics; the switch stays "
