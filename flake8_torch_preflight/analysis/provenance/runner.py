@@ -114,6 +114,14 @@ PASS_BUILTINS = frozenset(
      "filter", "dict", "set", "getattr", "frozenset"}
 )
 
+#: The builtins among those that only regroup their arguments' elements (a list, a dict, pairs):
+#: the result holds the same values (parameters stay leaves); the others compute a new value.
+CONTAINER_BUILTINS = frozenset(
+    {"list", "tuple", "iter", "next", "reversed", "sorted", "dict", "set", "frozenset", "zip", "enumerate", "filter"}
+)
+
+#: Methods of a dict that return its own entries (``dict(model.named_parameters()).items()``).
+ENTRY_METHODS = frozenset({"items", "values", "keys"})
 
 #: Libraries whose functions turn tensors into host numbers/arrays.
 STOP_LIBRARIES = ("math.", "numpy.", "statistics.")
@@ -836,6 +844,8 @@ class _Runner:
             return self.helper_call(call, helper, args, kwargs, env)
 
         if method is not None and receiver is not None:
+            if method in ENTRY_METHODS and not call.args and receiver.leaf:
+                return receiver  # a container of parameters: its entries are the same leaves
             if method in INPLACE_METHODS:
                 self.mutate(func.expr, derived(everything), env)
             if receiver.sources or receiver.maybe or method in TENSOR_ARG_METHODS:
@@ -879,7 +889,7 @@ class _Runner:
                 return stop(everything)
             if short in PASS_BUILTINS:
                 passed = join_all(args, CONSTANT)
-                return passed if short in ("list", "tuple", "iter", "next", "reversed", "sorted") else derived(passed)
+                return passed if short in CONTAINER_BUILTINS else derived(passed)
             return None
         if name.startswith(STOP_LIBRARIES):
             return stop(everything)
