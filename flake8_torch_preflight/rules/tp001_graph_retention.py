@@ -25,9 +25,6 @@ MAY_BACKPROPAGATE = re.compile(r"backward|scaler|scale_loss|step|optimi[sz]e", r
 #: Iterables that count steps or epochs: a loop over them is the run's loop, never a walk over values.
 STEP_COUNTERS = frozenset({"range", "count", "cycle", "repeat"})
 
-#: Dict views a walk over one step's values iterates (``for k, v in losses.items()``).
-DICT_VIEWS = frozenset({"items", "values", "keys"})
-
 #: Longest stored expression quoted in the message.
 MAX_TEXT = 32
 
@@ -255,7 +252,7 @@ def _iterated(iterable: nodes.NodeNG) -> "list[nodes.NodeNG]":
     if isinstance(iterable, nodes.Call):
         if infer.call_name(iterable) in loops.ITERATION_WRAPPERS | {"reversed", "sorted"}:
             return [part for arg in iterable.args for part in _iterated(arg)]
-        if infer.method_name(iterable) in DICT_VIEWS and isinstance(iterable.func, nodes.Attribute):
+        if infer.method_name(iterable) in provenance.ENTRY_METHODS and isinstance(iterable.func, nodes.Attribute):
             return _iterated(iterable.func.expr)
     if isinstance(iterable, nodes.Subscript):
         return _iterated(iterable.value)

@@ -12,11 +12,12 @@ answers one question:
 """
 from .lattice import CONSTANT, DYNAMIC, OFF, ON, UNKNOWN, Backward, Def, Escape, Prov, derived, join, join_all, stop
 from .queries import Provenance, could_be_model_call, host_value, of, source_text
-from .runner import LOSS_CALL, MAYBE_MODEL_CALL, MODEL_CALL
+from .runner import ENTRY_METHODS, LOSS_CALL, MAYBE_MODEL_CALL, MODEL_CALL
 
 __all__ = [
     "CONSTANT",
     "DYNAMIC",
+    "ENTRY_METHODS",
     "LOSS_CALL",
     "MAYBE_MODEL_CALL",
     "MODEL_CALL",
