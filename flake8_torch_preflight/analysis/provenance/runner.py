@@ -114,11 +114,9 @@ PASS_BUILTINS = frozenset(
      "filter", "dict", "set", "getattr", "frozenset"}
 )
 
-#: The builtins among those that only regroup their arguments' elements (a list, a dict, pairs):
-#: the result holds the same values (parameters stay leaves); the others compute a new value.
-CONTAINER_BUILTINS = frozenset(
-    {"list", "tuple", "iter", "next", "reversed", "sorted", "dict", "set", "frozenset", "zip", "enumerate", "filter"}
-)
+#: The builtins among those that pass their argument's values on (a list, a dict of them): the
+#: result holds the same values (parameters stay leaves); the others compute a new value.
+CONTAINER_BUILTINS = frozenset({"list", "tuple", "iter", "next", "reversed", "sorted", "dict"})
 
 #: Methods of a dict that return its own entries (``dict(model.named_parameters()).items()``).
 ENTRY_METHODS = frozenset({"items", "values", "keys"})
