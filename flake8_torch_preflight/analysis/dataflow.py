@@ -26,16 +26,21 @@ def assigned_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
     return None
 
 
-def single_binding(name: nodes.Name) -> Optional[nodes.AssignName]:
-    """The one ``AssignName`` that binds ``name`` where it is used (a parameter, a loop target, a
-    plain assignment), or None when there are several bindings, none, or another kind."""
+def sole_binding(name: nodes.Name) -> Optional[nodes.NodeNG]:
+    """The one statement or node that binds ``name`` where it is used (an ``AssignName``, an
+    import, a class or function definition), or None when there are several or none."""
     try:
         _, bindings = name.lookup(name.name)
     except (AstroidError, RecursionError):
         return None
-    if len(bindings) != 1 or not isinstance(bindings[0], nodes.AssignName):
-        return None
-    return bindings[0]
+    return bindings[0] if len(bindings) == 1 else None
+
+
+def single_binding(name: nodes.Name) -> Optional[nodes.AssignName]:
+    """The one ``AssignName`` that binds ``name`` where it is used (a parameter, a loop target, a
+    plain assignment), or None when there are several bindings, none, or another kind."""
+    binding = sole_binding(name)
+    return binding if isinstance(binding, nodes.AssignName) else None
 
 
 def _name_values(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:

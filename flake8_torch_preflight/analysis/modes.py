@@ -161,11 +161,7 @@ def _opaque_loss_helper(call: nodes.Call) -> bool:
         func = func.expr  # ``losses.dsm(...)``: the imported module
     if not isinstance(func, nodes.Name):
         return False
-    try:
-        _, bindings = func.lookup(func.name)
-    except (AstroidError, RecursionError):
-        return False
-    if len(bindings) != 1 or not isinstance(bindings[0], (nodes.Import, nodes.ImportFrom)):
+    if not isinstance(dataflow.sole_binding(func), (nodes.Import, nodes.ImportFrom)):
         return False
     return infer.safe_infer(call.func) is None
 

@@ -487,15 +487,9 @@ def project_module(expr: nodes.NodeNG) -> Optional[nodes.Module]:
     """The project module a name stands for (``import models_mae``; ``from pkg import models``),
     read next to the checked file under the same guard as ``sibling_module``, and only from the
     checked file's folder tree; None otherwise."""
-    if not isinstance(expr, nodes.Name):
+    binding = dataflow.sole_binding(expr) if isinstance(expr, nodes.Name) else None
+    if binding is None:
         return None
-    try:
-        _, bindings = expr.lookup(expr.name)
-    except (AstroidError, RecursionError):
-        return None
-    if len(bindings) != 1:
-        return None
-    binding = bindings[0]
     names: List[str] = []
     level = 0
     if isinstance(binding, nodes.Import):
@@ -537,15 +531,9 @@ def _module_named(name: Optional[str], root: nodes.Module, level: int) -> Option
 def evaluate_node(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:
     """The expression a name is bound to once (in the file, or in the sibling module it is
     imported from): ``DiT_models`` -> the dict literal of ``models.py``; None otherwise."""
-    if not isinstance(expr, nodes.Name):
+    binding = dataflow.sole_binding(expr) if isinstance(expr, nodes.Name) else None
+    if binding is None:
         return None
-    try:
-        _, bindings = expr.lookup(expr.name)
-    except (AstroidError, RecursionError):
-        return None
-    if len(bindings) != 1:
-        return None
-    binding = bindings[0]
     if isinstance(binding, nodes.AssignName):
         if isinstance(binding.scope(), nodes.Module) and rewritten_later(binding):
             return None
@@ -656,13 +644,9 @@ def _call_object(call: nodes.Call, depth: int) -> Any:
         return _Namespace(call) if method == "parse_args" else None
     func = call.func
     if isinstance(func, nodes.Name):
-        try:
-            _, bindings = func.lookup(func.name)
-        except (AstroidError, RecursionError):
+        target = dataflow.sole_binding(func)
+        if target is None:
             return None
-        if len(bindings) != 1:
-            return None
-        target = bindings[0]
         if isinstance(target, nodes.ClassDef):
             return _Instance(call, target)
         if isinstance(target, nodes.FunctionDef):

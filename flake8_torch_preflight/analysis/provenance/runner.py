@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Set
+from typing import Dict, FrozenSet, List, Optional, Set, TypeVar
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
@@ -316,20 +316,10 @@ class Analysis(CallSites):
         return prov
 
     def _backward(self, event: Backward) -> None:
-        old = self._backward_ids.get(id(event.call))
-        if old is None:
-            self._backward_ids[id(event.call)] = event
-            self.backwards.append(event)
-        else:
-            old.prov = join(old.prov, event.prov)
+        _merge_event(self._backward_ids, self.backwards, id(event.call), event)
 
     def _escape(self, event: Escape) -> None:
-        old = self._escape_ids.get(id(event.node))
-        if old is None:
-            self._escape_ids[id(event.node)] = event
-            self.escapes.append(event)
-        else:
-            old.prov = join(old.prov, event.prov)
+        _merge_event(self._escape_ids, self.escapes, id(event.node), event)
 
     def _def(self, node: nodes.NodeNG, name: str, scope: nodes.NodeNG) -> Def:
         d = self._defs.get(id(node))
@@ -1041,3 +1031,17 @@ def _first_argument(call: nodes.Call, keyword: str) -> Optional[nodes.NodeNG]:
     if call.args:
         return call.args[0]
     return infer.argument(call, keyword)
+
+
+_Event = TypeVar("_Event", Backward, Escape)
+
+
+def _merge_event(by_id: Dict[int, _Event], events: List[_Event], key: int, event: _Event) -> None:
+    """Record ``event`` once per node (``key``): a later round's event for the same node joins
+    its record into the first one."""
+    old = by_id.get(key)
+    if old is None:
+        by_id[key] = event
+        events.append(event)
+    else:
+        old.prov = join(old.prov, event.prov)
