@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Iterator, List, Optional
+import argparse
+import csv
+from typing import Dict, Iterator, List, Optional
 
 
 def candidate_git_dirs(root: Path, repository: str) -> Iterator[Path]:
@@ -35,3 +37,25 @@ def find_git_dir(roots: List[Path], repository: str, commit: str) -> Optional[Pa
             if has_commit(git_dir, commit):
                 return git_dir
     return None
+
+
+def parse_args(
+    description: str, index: Path, out: Path, out_help: str, argv: Optional[List[str]]
+) -> argparse.Namespace:
+    """The fetch scripts' command line: ``--index``, ``--out``, ``--repos``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--index", type=Path, default=index, help="the benchmark index (index.csv)")
+    parser.add_argument("--out", type=Path, default=out, help=out_help)
+    parser.add_argument(
+        "--repos",
+        type=Path,
+        nargs="+",
+        default=[Path("/work/.mirror")],
+        help="folders holding the repositories (snapshots owner+name/repo or clones)",
+    )
+    return parser.parse_args(argv)
+
+
+def read_index(index: Path) -> List[Dict[str, str]]:
+    with index.open(newline="") as handle:
+        return list(csv.DictReader(handle))

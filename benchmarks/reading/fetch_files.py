@@ -19,8 +19,6 @@ committed.
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +27,7 @@ from typing import Dict, List, Optional
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from mirror import find_git_dir  # noqa: E402  (benchmarks/mirror.py)
+from mirror import find_git_dir, parse_args, read_index  # noqa: E402  (benchmarks/mirror.py)
 
 #: What is written of a repository: the files a reader may follow from a script.
 SUFFIXES = (".py", ".yaml", ".yml", ".json")
@@ -89,19 +87,10 @@ def write_tree(git_dir: Path, commit: str, folder: Path) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--index", type=Path, default=HERE / "index.csv", help="the benchmark index (index.csv)")
-    parser.add_argument("--out", type=Path, default=Path("/tmp/reading"), help="folder receiving <owner>+<name>/")
-    parser.add_argument(
-        "--repos",
-        type=Path,
-        nargs="+",
-        default=[Path("/work/.mirror")],
-        help="folders holding the repositories (snapshots owner+name/repo or clones)",
+    args = parse_args(
+        __doc__.split("\n\n")[0], HERE / "index.csv", Path("/tmp/reading"), "folder receiving <owner>+<name>/", argv
     )
-    args = parser.parse_args(argv)
-    with args.index.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = read_index(args.index)
     commits: Dict[str, str] = {}
     for row in rows:
         commits.setdefault(row["repository"], row["commit"])

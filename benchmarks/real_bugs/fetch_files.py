@@ -18,8 +18,6 @@ committed.
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +26,7 @@ from typing import Dict, List, Optional
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from mirror import find_git_dir  # noqa: E402  (benchmarks/mirror.py)
+from mirror import find_git_dir, parse_args, read_index  # noqa: E402  (benchmarks/mirror.py)
 
 
 def show(git_dir: Path, spec: str) -> Optional[bytes]:
@@ -77,19 +75,10 @@ def materialise(row: Dict[str, str], roots: List[Path], out: Path) -> Optional[s
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--index", type=Path, default=HERE / "index.csv", help="the benchmark index (index.csv)")
-    parser.add_argument("--out", type=Path, default=Path("/tmp/real_bugs"), help="folder receiving <id>/before.py")
-    parser.add_argument(
-        "--repos",
-        type=Path,
-        nargs="+",
-        default=[Path("/work/.mirror")],
-        help="folders holding the repositories (snapshots owner+name/repo or clones)",
+    args = parse_args(
+        __doc__.split("\n\n")[0], HERE / "index.csv", Path("/tmp/real_bugs"), "folder receiving <id>/before.py", argv
     )
-    args = parser.parse_args(argv)
-    with args.index.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = read_index(args.index)
     failed = 0
     for row in rows:
         problem = materialise(row, args.repos, args.out)
