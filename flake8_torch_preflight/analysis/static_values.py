@@ -330,7 +330,7 @@ def parameter_arguments(use: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     for call in calls:
         if has_opaque_arguments(call):
             return None
-        value = keyword(call, use.name, positional.index(use.name) if use.name in positional else None)
+        value = infer.argument(call, use.name, positional.index(use.name) if use.name in positional else None)
         if value is None:
             try:
                 value = arguments.default_value(use.name)
@@ -933,12 +933,6 @@ def _is_builtin(name: nodes.Name) -> bool:
     except (AstroidError, RecursionError):
         return False
     return scope.name == "builtins" if isinstance(scope, nodes.Module) else False
-
-
-def keyword(call: nodes.Call, name: str, position: Optional[int] = None) -> Optional[nodes.NodeNG]:
-    """The argument expression passed for ``name`` (by keyword, or at ``position``), or None:
-    ``infer.argument``."""
-    return infer.argument(call, name, position)
 
 
 def has_opaque_arguments(call: nodes.Call) -> bool:

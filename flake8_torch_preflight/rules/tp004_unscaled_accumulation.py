@@ -412,7 +412,7 @@ def _kind_of_class(name: str, call: Optional[nodes.Call]) -> Optional[str]:
         return None
     if call is None:
         return "invariant"  # built where it cannot be read: no decay is seen
-    decoupled = static_values.value_of(static_values.keyword(call, "decoupled_weight_decay"))
+    decoupled = static_values.value_of(infer.argument(call, "decoupled_weight_decay"))
     if decoupled is True:
         return "invariant"
     return "decay" if _decay_seen(call) else "invariant"
@@ -428,7 +428,7 @@ def _decay_seen(call: nodes.Call) -> bool:
         names = [a.name for a in init[0].args.args or []][1:]
         if "weight_decay" in names:
             position = names.index("weight_decay")
-    values = [static_values.keyword(call, "weight_decay", position)]
+    values = [infer.argument(call, "weight_decay", position)]
     params = call.args[0] if call.args and not isinstance(call.args[0], nodes.Starred) else None
     if isinstance(params, nodes.Name):
         bound = dataflow.assigned_values(params)
