@@ -401,3 +401,8 @@ def _infer_from_call_sites(name: nodes.Name, depth: int) -> Optional[object]:
     if key is None or any(r is None or _qname_of(r) != key or type(r) is not type(first) for r in results[1:]):
         return None
     return first
+
+
+def is_none(expr: Optional[nodes.NodeNG]) -> bool:
+    """Whether ``expr`` is the literal ``None``."""
+    return isinstance(expr, nodes.Const) and expr.value is None

@@ -488,7 +488,7 @@ def plain_sampler(sampler: nodes.NodeNG) -> Optional[str]:
         expanded.extend([value.body, value.orelse] if isinstance(value, nodes.IfExp) else [value])
     names = []
     for value in expanded:
-        if _is_none(value):
+        if infer.is_none(value):
             continue
         if not isinstance(value, nodes.Call):
             return None
@@ -535,7 +535,7 @@ def bound_among(expr: nodes.NodeNG, targets: List[nodes.Call]) -> Optional[bool]
     ``sampler = DistributedSampler(ds) if distributed else None``, aside); None when not bound to calls."""
     if not isinstance(expr, (nodes.Name, nodes.Attribute)):
         return None
-    values = [v for v in dataflow.assigned_values(expr) or () if not _is_none(v)]
+    values = [v for v in dataflow.assigned_values(expr) or () if not infer.is_none(v)]
     if not values or not all(isinstance(v, nodes.Call) for v in values):
         return None
     return any(v is t for v in values for t in targets)
@@ -546,10 +546,6 @@ def set_before_epoch_loop(setter: nodes.Call, epoch_loops: List["loops.Loop"]) -
     if loops.enclosing_loops(setter):
         return False
     return any(setter.scope() is loop.scope() for loop in epoch_loops)
-
-
-def _is_none(expr: nodes.NodeNG) -> bool:
-    return isinstance(expr, nodes.Const) and expr.value is None
 
 
 class LoaderConsumers:

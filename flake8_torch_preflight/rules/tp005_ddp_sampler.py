@@ -148,14 +148,14 @@ class DdpSampler(Rule):
         if _framework(call) or loader_use.rank_zero_only(call):
             return
         batch_sampler = infer.argument(call, "batch_sampler", 4)
-        if batch_sampler is not None and not _is_none(batch_sampler):
+        if batch_sampler is not None and not infer.is_none(batch_sampler):
             return
         shuffle = infer.argument(call, "shuffle", 2)
         shuffled = shuffle is not None and infer.const_values(shuffle) == [True]
         sampler = infer.argument(call, "sampler", 3)
         if sampler is None and any(kw.arg is None for kw in call.keywords or ()):
             return  # ``DataLoader(ds, **kwargs)``: the sampler may be among them
-        if sampler is not None and not _is_none(sampler):
+        if sampler is not None and not infer.is_none(sampler):
             plain = loader_use.plain_sampler(sampler)
             if plain is None:
                 return
@@ -250,10 +250,6 @@ def _starts_distributed(call: nodes.Call) -> bool:
     if isinstance(target, nodes.ClassDef):
         return target.qname() in DATA_PARALLEL_WRAPPERS
     return isinstance(target, nodes.FunctionDef) and target.qname() in DISTRIBUTED_FUNCTIONS
-
-
-def _is_none(expr: nodes.NodeNG) -> bool:
-    return isinstance(expr, nodes.Const) and expr.value is None
 
 
 def _framework(call: nodes.Call) -> bool:

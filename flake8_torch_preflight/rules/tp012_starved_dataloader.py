@@ -405,13 +405,9 @@ def _call_work(call: nodes.Call, depth: int) -> object:
             returned = [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
             if returned:
                 return _combine([_per_item_work(r, depth - 1) for r in returned])
-    if any(kw.arg in TRANSFORM_KEYWORDS and not _is_none(kw.value) for kw in call.keywords or ()):
+    if any(kw.arg in TRANSFORM_KEYWORDS and not infer.is_none(kw.value) for kw in call.keywords or ()):
         return True  # a class that is not read, handed a transform it runs on every item
     return None
-
-
-def _is_none(expr: nodes.NodeNG) -> bool:
-    return isinstance(expr, nodes.Const) and expr.value is None
 
 
 def _torchvision_work(call: nodes.Call, dotted: str) -> object:
