@@ -537,7 +537,7 @@ class _Counter:
             for tensor, other in ((expr.left, expr.right), (expr.right, expr.left)):
                 count = self._numel(tensor, env)
                 scalar = static_values.evaluate(other, env)
-                if count is not None and scalar is not None and _number(scalar.value):
+                if count is not None and scalar is not None and static_values.is_number(scalar.value):
                     return count
             return None
         if not isinstance(expr, nodes.Call):
@@ -558,9 +558,13 @@ class _Counter:
             return math.prod(s for s in sizes if s is not None)
         if name == "torch.tensor" and expr.args:
             value = static_values.evaluate(expr.args[0], env)
-            if value is not None and _number(value.value):
+            if value is not None and static_values.is_number(value.value):
                 return 1
-            if value is not None and isinstance(value.value, (list, tuple)) and all(_number(v) for v in value.value):
+            if (
+                value is not None
+                and isinstance(value.value, (list, tuple))
+                and all(static_values.is_number(v) for v in value.value)
+            ):
                 return len(value.value)
         return None
 
@@ -1034,10 +1038,6 @@ def _is_self(node: nodes.NodeNG) -> bool:
 
 def _is_self_attr(node: nodes.NodeNG) -> bool:
     return isinstance(node, nodes.Attribute) and _is_self(node.expr)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _as_int(value: Any) -> Optional[int]:

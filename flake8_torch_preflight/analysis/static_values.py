@@ -161,9 +161,9 @@ def _evaluate(expr: nodes.NodeNG, env: Env, depth: int) -> Optional[Resolved]:
         operand = evaluate(expr.operand, env, depth + 1)
         if operand is None:
             return None
-        if expr.op == "-" and _number(operand.value):
+        if expr.op == "-" and is_number(operand.value):
             return Resolved(-operand.value, expr)
-        if expr.op == "+" and _number(operand.value):
+        if expr.op == "+" and is_number(operand.value):
             return operand
         if expr.op == "not":
             return Resolved(not operand.value, expr)
@@ -195,7 +195,8 @@ def _evaluate(expr: nodes.NodeNG, env: Env, depth: int) -> Optional[Resolved]:
     return None
 
 
-def _number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """An int or float value (not a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -773,7 +774,7 @@ def _binop(expr: nodes.BinOp, env: Env, depth: int) -> Optional[Resolved]:
     if left is None or right is None or expr.op not in _BINOPS:
         return None
     a, b = left.value, right.value
-    if expr.op == "**" and (not _number(b) or abs(b) > MAX_POWER):
+    if expr.op == "**" and (not is_number(b) or abs(b) > MAX_POWER):
         return None
     if expr.op == "*" and (isinstance(a, (str, list, tuple)) or isinstance(b, (str, list, tuple))):
         count = b if isinstance(a, (str, list, tuple)) else a
