@@ -1,6 +1,8 @@
-"""The semantic questions each answered once in the analysis: a call's argument by name or
-position (``infer.argument``), the enclosing function (``loops.enclosing_function``) and the
-file's function names (``loops.defined_function_names``)."""
+"""The questions each answered once in the analysis.  Semantic: a call's argument by name or
+position (``infer.argument``), the enclosing function (``loops.enclosing_function``), the file's
+function names (``loops.defined_function_names``), iteration wrappers, constants.  Torch: the kind
+of a callee, the optimizer a step updates, what a backward differentiates, and the accumulation
+that TP004 and the estimator's reader both ask for."""
 from __future__ import annotations
 
 from typing import Optional
@@ -8,7 +10,7 @@ from typing import Optional
 import pytest
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import infer, loops
+from flake8_torch_preflight.analysis import accumulation, gradients, infer, loops, models, static_values
 from flake8_torch_preflight.analysis.build import build_module
 
 
@@ -50,3 +52,98 @@ def test_enclosing_function_looks_through_comprehensions() -> None:
 def test_defined_function_names_are_every_def_of_the_file() -> None:
     module = _module("def a():\n    def b():\n        pass\nclass C:\n    def m(self):\n        pass\n")
     assert loops.defined_function_names(module) == {"a", "b", "m"}
+
+
+# -- the torch layer's queries ---------------------------------------------------------------------
+
+_TRAINING = """\
+import torch
+import torch.nn as nn
+model = nn.Linear(4, 2)
+loss_fn = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+ACCUM = 4
+"""
+
+
+def _named_calls(module: nodes.Module) -> dict:
+    return {c.func.as_string(): c for c in module.nodes_of_class(nodes.Call)}
+
+
+def test_kind_reads_the_binding_not_the_name() -> None:
+    module = _module(_TRAINING + "criterion = model\nmodel(x)\nloss_fn(y, t)\ncriterion(x)\n")
+    calls = _named_calls(module)
+    assert models.kind(calls["model"].func) == models.MODEL
+    assert models.kind(calls["loss_fn"].func) == models.LOSS
+    assert models.kind(calls["criterion"].func) == models.MODEL  # named like a loss, bound to the model
+
+
+def test_stepped_optimizer_is_the_optimizer_not_a_scheduler() -> None:
+    module = _module(_TRAINING + "sched = torch.optim.lr_scheduler.StepLR(optimizer, 1)\n"
+                                 "optimizer.step()\nsched.step()\n")
+    steps = [c for c in module.nodes_of_class(nodes.Call) if c.func.as_string().endswith(".step")]
+    assert [gradients.stepped_optimizer(c) is not None for c in steps] == [True, False]
+
+
+def test_backward_receiver_through_frameworks() -> None:
+    module = _module("loss.backward()\nfabric.backward(loss)\naccelerator.backward(loss * 2)\n")
+    received = [gradients.backward_receiver(c).as_string() for c in module.nodes_of_class(nodes.Call)]
+    assert received == ["loss", "loss", "loss * 2"]
+
+
+def test_unwrap_iteration_takes_off_every_wrapper() -> None:
+    call = _call("enumerate(tqdm(islice(loader, 10)))")
+    assert loops.unwrap_iteration(call).as_string() == "loader"
+
+
+def test_int_value_follows_constants_and_refuses_bools() -> None:
+    module = _module("N = 2 * 4\nFLAG = True\nuse(N, FLAG)\n")
+    n, flag = _call_args(module)
+    found = static_values.int_value(n)
+    assert found is not None and found.value == 8
+    assert static_values.int_value(flag) is None
+
+
+def _call_args(module: nodes.Module) -> list:
+    return list(list(module.nodes_of_class(nodes.Call))[-1].args)
+
+
+@pytest.mark.parametrize(
+    "loop, expected",
+    [
+        # a gated step: N is the gate's divisor
+        ("for i, (x, y) in enumerate(batches):\n"
+         "    loss_fn(model(x), y).backward()\n"
+         "    if (i + 1) % ACCUM == 0:\n"
+         "        optimizer.step()\n"
+         "        optimizer.zero_grad()\n", ("ACCUM", False)),
+        # an inner micro-batch loop whose step follows it
+        ("for x, y in batches:\n"
+         "    for cx, cy in zip(x.chunk(4), y.chunk(4)):\n"
+         "        loss_fn(model(cx), cy).backward()\n"
+         "    optimizer.step()\n"
+         "    optimizer.zero_grad()\n", ("4", False)),
+        # gradients divided in place before the step: still accumulation, marked rescaled
+        ("for i, (x, y) in enumerate(batches):\n"
+         "    loss_fn(model(x), y).backward()\n"
+         "    if (i + 1) % ACCUM == 0:\n"
+         "        for p in model.parameters():\n"
+         "            p.grad /= ACCUM\n"
+         "        optimizer.step()\n"
+         "        optimizer.zero_grad()\n", ("ACCUM", True)),
+        # zeroed every iteration: no accumulation
+        ("for i, (x, y) in enumerate(batches):\n"
+         "    optimizer.zero_grad()\n"
+         "    loss_fn(model(x), y).backward()\n"
+         "    optimizer.step()\n", None),
+    ],
+    ids=["gated", "micro-batch", "rescaled", "none"],
+)
+def test_one_accumulation_answer_for_the_rule_and_the_reader(loop: str, expected: Optional[tuple]) -> None:
+    module = _module(_TRAINING + loop)
+    found = list(accumulation.accumulations(module))
+    if expected is None:
+        assert found == []
+    else:
+        assert [(f.text, f.rescaled) for f in found][:1] == [expected]
+        assert found[0].divisor is not None and found[0].steps

@@ -35,8 +35,9 @@ from astroid import nodes
 from . import dataflow, gradients, infer, loops, memo
 from .torch_names import MODULE_BASES
 
-#: Loop counts and iterables named for gradient accumulation (``range(accum_steps)``,
-#: ``for mb in micro_batches``): only used to recognise an inner micro-batch loop.
+#: Loop counts, iterables and loop variables named for gradient accumulation (``range(accum_steps)``,
+#: ``for mb in micro_batches``, ``for micro_step in range(8)``): only used to recognise an inner
+#: micro-batch loop.
 MICRO_BATCH_NAME = re.compile(
     r"accum|micro|grad_?acc|update_?freq|(^|_)gas($|_)|chunks|sub_?batch|ubatch", re.IGNORECASE
 )
@@ -69,6 +70,7 @@ class Accumulation(NamedTuple):
     text: str  # N as a message shows it: ``accum_steps``, ``len(micro_batches)``
     steps: Tuple[nodes.Call, ...] = ()  # the optimizer steps that apply the summed gradients
     scope: Optional[nodes.NodeNG] = None  # the loop or function that takes those steps
+    rescaled: bool = False  # the summed gradients are divided in place before the step
 
 
 def gated_accumulation(loop: "Scope") -> Optional[Accumulation]:
@@ -103,13 +105,14 @@ def gated_accumulation(loop: "Scope") -> Optional[Accumulation]:
         if kind == "step":
             steps.append(gate)
             step_calls.extend(_step_calls(anchor))
-    if not steps or not backwards or rescales_gradients(loop):
+    if not steps or not backwards:
         return None
     gate_node, divisor = steps[0]
     found = [call for anchor, inner in backwards if not _gated_by(anchor, gate_node) for call in inner]
     if not found:
         return None
-    return Accumulation(found, divisor, dataflow.binding_text(divisor), tuple(step_calls), loop)
+    return Accumulation(found, divisor, dataflow.binding_text(divisor), tuple(step_calls), loop,
+                        rescales_gradients(loop))
 
 
 def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
@@ -125,10 +128,6 @@ def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
     step_calls, where = _steps_after(loop)
     if not step_calls:
         return None
-    if rescales_gradients(loop) or rescales_gradients(where):
-        return None
-    if not loops.inside(loop, where) and rescales_gradients(loop.scope()):
-        return None  # the steps are taken by a caller: the function holding the loop may rescale too
     if _rebuilds_full_batch(loop):
         return None  # each micro-step's loss is the whole batch's loss (cached features): the sum is the batch gradient
     found = [
@@ -139,7 +138,33 @@ def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
     ]
     if not found:
         return None
-    return Accumulation(found, micro[0], micro[1], step_calls, where)
+    # the steps may be taken by a caller: the function holding the loop may rescale too
+    rescaled = (rescales_gradients(loop) or rescales_gradients(where)
+                or (not loops.inside(loop, where) and rescales_gradients(loop.scope())))
+    return Accumulation(found, micro[0], micro[1], step_calls, where, rescaled)
+
+
+_FOUND: "Dict[nodes.NodeNG, Optional[Accumulation]]" = memo.per_file()
+
+
+def accumulation_in(scope: "Scope") -> Optional[Accumulation]:
+    """The accumulation ``scope`` runs: a gated step (a loop, or a step function called per
+    batch), else an inner micro-batch loop whose step comes after it.  The one answer TP004 and
+    the estimator's reader share."""
+    if scope not in _FOUND:
+        found = gated_accumulation(scope)
+        if found is None and isinstance(scope, nodes.For):
+            found = micro_batch_accumulation(scope)
+        _FOUND[scope] = found
+    return _FOUND[scope]
+
+
+def accumulations(module: nodes.Module) -> Iterator[Accumulation]:
+    """Every accumulation of ``module``, in source order."""
+    for scope in module.nodes_of_class((nodes.For, nodes.While, nodes.FunctionDef)):
+        found = accumulation_in(scope)
+        if found is not None:
+            yield found
 
 
 def _has_gate(scope: "Scope") -> bool:
@@ -310,7 +335,8 @@ def _micro_batch_count(loop: nodes.For) -> Optional[Tuple[Optional[nodes.NodeNG]
     if isinstance(iterable, nodes.Call) and name == "range" and infer.qname(iterable.func) == "builtins.range":
         args = iterable.args
         count = args[0] if len(args) == 1 else args[1] if len(args) == 2 else None
-        named = count is not None and MICRO_BATCH_NAME.search(dataflow.binding_text(count)) is not None
+        named = (count is not None and MICRO_BATCH_NAME.search(dataflow.binding_text(count)) is not None) or (
+            isinstance(loop.target, nodes.AssignName) and MICRO_BATCH_NAME.search(loop.target.name) is not None)
         if named or _fetches_batches(loop):
             if count is not None and not _trivial(count):
                 return count, dataflow.binding_text(count)

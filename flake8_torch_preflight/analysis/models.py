@@ -134,6 +134,36 @@ def is_loss_function(call: nodes.Call) -> bool:
     return name in LOSS_FUNCTIONS
 
 
+def sum_reduced(call: nodes.Call) -> bool:
+    """A loss over the batch summed rather than averaged: ``F.mse_loss(..., reduction="sum")``, a loss
+    module built with ``reduction="sum"`` (or ``size_average=False``), or a loss class of the project
+    whose ``forward`` calls only sum-reduced losses."""
+    if _reduces_by_sum(call):
+        return True
+    func = call.func
+    if isinstance(func, (nodes.Name, nodes.Attribute)):
+        built = [v for v in dataflow.assigned_values(func) or () if isinstance(v, nodes.Call)]
+        if built and all(_reduces_by_sum(v) for v in built):
+            return True
+    cls = infer.instance_class(func)
+    if cls is None or cls.qname().startswith("torch."):
+        return False
+    forward = cls.locals.get("forward")
+    body = forward[0] if forward and isinstance(forward[0], nodes.FunctionDef) else None
+    if body is None:
+        return False
+    losses = [c for c in body.nodes_of_class(nodes.Call) if is_loss_function(c) or _kind(c.func, 2) == LOSS]
+    return bool(losses) and all(_reduces_by_sum(c) for c in losses)
+
+
+def _reduces_by_sum(call: nodes.Call) -> bool:
+    reduction = infer.argument(call, "reduction")
+    if isinstance(reduction, nodes.Const):
+        return reduction.value == "sum"
+    average = infer.argument(call, "size_average")
+    return isinstance(average, nodes.Const) and average.value is False
+
+
 def model_named(expr: nodes.NodeNG) -> bool:
     """Name-based fallback: an unresolved callee named like a model (``model``, ``net``,
     ``self.encoder``, ``netG``).  Never enough on its own to report anything."""

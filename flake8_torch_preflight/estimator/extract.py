@@ -68,7 +68,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidSyntaxError
 
-from ..analysis import dataflow, frameworks, infer, loops, model_flow, models, param_count, static_values
+from ..analysis import accumulation, dataflow, frameworks, infer, loops, model_flow, models, param_count, static_values
 from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
@@ -1200,37 +1200,13 @@ class _Reader:
             arg = infer.argument(call, "gradient_accumulation_steps")
             if arg is not None and self.set_resolved("grad_accum_steps", static_values.int_value(arg)):
                 return
-        for branch in self.module.nodes_of_class(nodes.If):
-            test = _periodic_test(branch.test)
-            if not (isinstance(test, nodes.Compare) and isinstance(test.left, nodes.BinOp) and test.left.op == "%"):
-                continue
-            if not any(infer.method_name(c) == "step" for s in branch.body for c in infer.iter_calls(s)):
-                continue
-            steps = static_values.int_value(test.left.right)
+        for found in accumulation.accumulations(self.module):
+            # the gate of a step taken every N iterations, or the count of a micro-batch loop
+            steps = static_values.int_value(found.divisor) if found.divisor is not None else None
             if steps is not None:
                 self.set("grad_accum_steps", steps.value, steps.node)
-                return
-            self.cannot_read("grad_accum_steps", f"the accumulation {_shown(test)}", test)
-        for loop in self.module.nodes_of_class(nodes.For):
-            # ``for micro_step in range(N): loss.backward()`` inside a loop that steps: N micro-batches
-            calls = loop.iter
-            if not (isinstance(calls, nodes.Call) and isinstance(calls.func, nodes.Name)
-                    and calls.func.name == "range" and len(calls.args) == 1):
-                continue
-            inner = [infer.method_name(c) for s in loop.body for c in infer.iter_calls(s)]
-            outer = loop.parent
-            while outer is not None and not isinstance(
-                    outer, (nodes.For, nodes.While, nodes.FunctionDef, nodes.Module)):
-                outer = outer.parent
-            if "backward" not in inner or "step" in inner or not isinstance(outer, (nodes.For, nodes.While)):
-                continue
-            if not any(infer.method_name(c) == "step" for s in outer.body for c in infer.iter_calls(s)):
-                continue
-            steps = static_values.int_value(calls.args[0])
-            if steps is not None:
-                self.set("grad_accum_steps", steps.value, steps.node)
-                return
-            self.cannot_read("grad_accum_steps", f"the micro-batch loop over {_shown(calls)}", loop)
+            else:
+                self.cannot_read("grad_accum_steps", f"the accumulation over {found.text}", found.divisor or found.scope)
             return
 
     # ------------------------------------------------------------------- sharding
@@ -1566,18 +1542,6 @@ class _Reader:
 
 
 # ==================================================================================== helpers
-
-
-def _periodic_test(test: nodes.NodeNG) -> nodes.NodeNG:
-    """The comparison a step's ``if`` tests, through ``not`` and a name bound to it once
-    (``is_accumulating = (i + 1) % N != 0`` ... ``if not is_accumulating: optimizer.step()``)."""
-    while isinstance(test, nodes.UnaryOp) and test.op == "not":
-        test = test.operand
-    if isinstance(test, nodes.Name):
-        bound = static_values.live_value(test)
-        if bound is not None:
-            test = bound
-    return test
 
 
 def _is_fabric(dotted: Optional[str]) -> bool:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis import accumulation, dataflow, derivation, gradients, infer, loops, static_values
+from ..analysis import accumulation, dataflow, derivation, gradients, infer, loops, models, static_values
 from ..analysis.torch_names import OPTIMIZER_BASES
 from ._base import Rule, register, text_gate
 
@@ -117,7 +117,9 @@ class UnscaledAccumulation(Rule):
         "and accumulation is most often paired with an Adam-like optimizer. Gradient caching, where each "
         "micro-step concatenates the cached outputs of the other micro-batches around the live one "
         "(torch.cat(cache[:j] + [out] + cache[j + 1:])) so that every micro-step's loss is already the "
-        "whole batch's loss, is left alone. "
+        "whole batch's loss, is left alone. So is a loss reduced by sum (reduction='sum', size_average=False, "
+        "or a loss class of the project whose losses all sum): N summed micro-batches give the full batch's "
+        "summed loss, exactly as without accumulation, and such code scales the learning rate instead. "
         "Accelerate's accumulate(), accelerator.backward, Lightning and the Hugging Face Trainer scale for "
         "you and are left alone."
     )
@@ -159,18 +161,17 @@ class UnscaledAccumulation(Rule):
         self._reported: Set[int] = set()
 
     def visit_for(self, node: nodes.For) -> None:
-        self._check(accumulation.gated_accumulation(node))
-        self._check(accumulation.micro_batch_accumulation(node))
+        self._check(accumulation.accumulation_in(node))
 
     def visit_while(self, node: nodes.While) -> None:
-        self._check(accumulation.gated_accumulation(node))
+        self._check(accumulation.accumulation_in(node))
 
     def visit_functiondef(self, node: nodes.FunctionDef) -> None:
-        self._check(accumulation.gated_accumulation(node))  # a step function called per batch
+        self._check(accumulation.accumulation_in(node))  # a step function called per batch
 
     def _check(self, found: "Optional[accumulation.Accumulation]") -> None:
-        if found is None:
-            return
+        if found is None or found.rescaled:
+            return  # no accumulation, or the summed gradients are divided before the step
         effect = scale_effect(found)
         if effect is None:
             return  # the optimizer's update does not depend on the gradient's scale
@@ -191,6 +192,8 @@ class UnscaledAccumulation(Rule):
         trace = derivation.derive(receiver)
         if any(derivation.is_division(node) for node in trace.nodes):
             return
+        if any(isinstance(node, nodes.Call) and models.sum_reduced(node) for node in trace.nodes):
+            return  # a summed loss: N micro-batches sum to the full batch's loss, as without accumulation
         if not trace.complete:
             return
         if any(_handed(c, divisor) for c in trace.opaque_calls):
@@ -216,11 +219,23 @@ def _handed(call: nodes.Call, divisor: Optional[nodes.NodeNG]) -> bool:
         func = source.func
         if isinstance(func, nodes.Attribute) and dataflow.binding_text(func.expr).split(".")[0] != "self":
             exprs.append(func.expr)
-        for expr in exprs:
-            for sub in _names(expr):
-                if dataflow.binding_text(sub) in roots:
-                    return True
+        if any(dataflow.binding_text(sub) in roots for expr in exprs for sub in _derived_names(expr, HANDED_DEPTH)):
+            return True
     return False
+
+
+#: How many assignments back a value handed to an unseen loss function is followed for N
+#: (``denominator = token_counts[(i // accum) * accum]``: the group's count, looked up by N).
+HANDED_DEPTH = 2
+
+
+def _derived_names(expr: nodes.NodeNG, depth: int) -> Iterator[nodes.NodeNG]:
+    """The names handed over in ``expr``, and those the local names among them were computed from."""
+    for sub in _names(expr):
+        yield sub
+        if depth and isinstance(sub, nodes.Name):
+            for value in dataflow.assigned_values(sub) or ():
+                yield from _derived_names(value, depth - 1)
 
 
 def _names(expr: nodes.NodeNG) -> Iterator[nodes.NodeNG]:

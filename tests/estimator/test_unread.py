@@ -204,4 +204,4 @@ def test_an_accumulation_computed_at_run_time_is_named_not_taken_as_one(tmp_path
         """)
     reading = extract.read_reading(path)
     assert "grad_accum_steps" not in reading.run.sources
-    assert reading.unread["grad_accum_steps"] == "the micro-batch loop over range(grad_accum_steps) at train.py:7"
+    assert reading.unread["grad_accum_steps"] == "the accumulation over grad_accum_steps at train.py:7"
