@@ -80,7 +80,7 @@ def _self_attr_values(attr: nodes.Attribute) -> Optional[List[nodes.NodeNG]]:
     values: List[nodes.NodeNG] = []
     for method in klass.mymethods():
         for node in method.nodes_of_class(nodes.AssignAttr):
-            if node.attrname == attr.attrname and isinstance(node.expr, nodes.Name) and node.expr.name == "self":
+            if node.attrname == attr.attrname and is_self_attr(node):
                 value = _value_of_binding(node)
                 if value is None:
                     return None
@@ -88,6 +88,12 @@ def _self_attr_values(attr: nodes.Attribute) -> Optional[List[nodes.NodeNG]]:
                 if len(values) > MAX_BINDINGS:
                     return None
     return values or None
+
+
+def is_self_attr(node: nodes.NodeNG) -> bool:
+    """``self.x``, read or assigned."""
+    return (isinstance(node, (nodes.Attribute, nodes.AssignAttr)) and isinstance(node.expr, nodes.Name)
+            and node.expr.name == "self")
 
 
 def binding_text(expr: nodes.NodeNG) -> str:

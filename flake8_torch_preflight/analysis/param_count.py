@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import frameworks, infer, static_values
+from . import dataflow, frameworks, infer, static_values
 from .static_values import UNKNOWN, Resolved, Unknown
 from .torch_names import LOSS_BASES, MODULE_BASES
 
@@ -932,7 +932,7 @@ class _Counter:
             if _is_self(receiver):
                 self._self_mutator(call, str(method), env)
                 return
-            self._mutate(call, str(method), self.value(receiver, env), env, _is_self_attr(receiver))
+            self._mutate(call, str(method), self.value(receiver, env), env, dataflow.is_self_attr(receiver))
             return
         if isinstance(func, nodes.Name) and func.name == "setattr" and call.args and _is_self(call.args[0]):
             name = static_values.str_value(call.args[1], env) if len(call.args) == 3 else None
@@ -1034,10 +1034,6 @@ class _Counter:
 
 def _is_self(node: nodes.NodeNG) -> bool:
     return isinstance(node, nodes.Name) and node.name == "self"
-
-
-def _is_self_attr(node: nodes.NodeNG) -> bool:
-    return isinstance(node, nodes.Attribute) and _is_self(node.expr)
 
 
 def _as_int(value: Any) -> Optional[int]:

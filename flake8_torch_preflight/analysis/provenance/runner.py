@@ -398,7 +398,7 @@ class _Runner:
     def mutate(self, container: nodes.NodeNG, prov: Prov, env: _Env) -> None:
         """``container`` (a name, ``self.x``, or a chain on one) now holds ``prov`` too."""
         root = container
-        while isinstance(root, (nodes.Attribute, nodes.Subscript)) and not _is_self_attr(root):
+        while isinstance(root, (nodes.Attribute, nodes.Subscript)) and not dataflow.is_self_attr(root):
             root = root.value if isinstance(root, nodes.Subscript) else root.expr
         key = _env_key(root)
         if key is None:
@@ -503,7 +503,7 @@ class _Runner:
             self.p._record(target, new)
             self.bind(target, new, env)
             return env
-        if isinstance(target, nodes.AssignAttr) and _is_self_attr(target):
+        if isinstance(target, nodes.AssignAttr) and dataflow.is_self_attr(target):
             key = "self." + target.attrname
             old_defs = env.names.get(key, _EMPTY)
             self.p._reach[id(target)] = self.p._reach.get(id(target), _EMPTY) | old_defs
@@ -744,7 +744,7 @@ class _Runner:
         return frozenset(d for d in found if d is not None)
 
     def attribute(self, node: nodes.Attribute, env: _Env) -> Prov:
-        if _is_self_attr(node):
+        if dataflow.is_self_attr(node):
             self.expr(node.expr, env)
             key = "self." + node.attrname
             defs = env.names.get(key, _EMPTY)
@@ -987,18 +987,10 @@ class _Runner:
 
 
 # ------------------------------------------------------------------ helpers
-def _is_self_attr(node: nodes.NodeNG) -> bool:
-    return (
-        isinstance(node, (nodes.Attribute, nodes.AssignAttr))
-        and isinstance(node.expr, nodes.Name)
-        and node.expr.name == "self"
-    )
-
-
 def _env_key(node: nodes.NodeNG) -> Optional[str]:
     if isinstance(node, (nodes.Name, nodes.AssignName)):
         return str(node.name)
-    if _is_self_attr(node):
+    if dataflow.is_self_attr(node):
         return "self." + str(node.attrname)
     return None
 
@@ -1013,7 +1005,7 @@ def _receiver_roots(target: nodes.NodeNG) -> List[nodes.NodeNG]:
     included)."""
     node = target
     while True:
-        if isinstance(node, nodes.Name) or _is_self_attr(node):
+        if isinstance(node, nodes.Name) or dataflow.is_self_attr(node):
             return [node]
         if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute):
             if isinstance(node.func.expr, nodes.Name) and node.func.expr.name in ("self", "cls"):
