@@ -759,7 +759,8 @@ class _Runner:
             for key, value in base.keys:
                 if key == node.attrname:
                     return value
-        return Prov(base.sources, base.maybe, base.params, base.deps, False, base.stopped)
+        # an attribute of a parameter (``p.ds_numel``, ``p.T``) holds no operation's graph either
+        return Prov(base.sources, base.maybe, base.params, base.deps, base.leaf, base.stopped)
 
     def comprehension(self, node: nodes.NodeNG, env: _Env) -> Prov:
         inner = env.copy()
