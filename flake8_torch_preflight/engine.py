@@ -12,10 +12,12 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
+import io
 import signal
 import sys
 import threading
 import time
+import tokenize
 import warnings
 from typing import Any, Callable, Dict, List, Sequence, Tuple, Type
 
@@ -43,16 +45,39 @@ GC_THRESHOLD0 = 50_000
 Findings = Dict[str, List[Tuple[int, int, str]]]
 
 
+def _gated_rules(source: str, settings: Settings) -> List[Type[Rule]]:
+    """The selected rules whose ``requires`` gate the file's code matches.  A gate is matched on the
+    source first (cheap); where one passes, again without the comments, so that no finding depends
+    on what a comment says."""
+    selected = [r for r in ALL_RULES if settings.selected is None or r.code in settings.selected]
+    rules = [r for r in selected if r.requires is None or r.requires.search(source)]
+    if not any(r.requires is not None for r in rules) or "#" not in source:
+        return rules
+    code = without_comments(source)
+    return [r for r in rules if r.requires is None or r.requires.search(code)]
+
+
+def without_comments(source: str) -> str:
+    """``source`` with every comment blanked (the same lines and columns); unchanged where it does
+    not tokenize."""
+    lines = source.splitlines(keepends=True)
+    try:
+        comments = [t.start for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return source
+    for row, col in comments:
+        line = lines[row - 1]
+        end = len(line.rstrip("\r\n"))
+        lines[row - 1] = line[:col] + " " * (end - col) + line[end:]
+    return "".join(lines)
+
+
 def analyse_file(filename: str, lines: Sequence[str], settings: Settings, tree: object = None) -> Findings:
     """Run every selected rule on one file; never raises. ``tree``: flake8's ``ast`` of ``lines``,
     reused for the astroid build."""
     source = "".join(lines)
-    rules = [
-        r
-        for r in ALL_RULES
-        if (settings.selected is None or r.code in settings.selected)
-        and (r.requires is None or r.requires.search(source))
-    ]
+    rules = _gated_rules(source, settings)
     if not rules or not worth_analysing(source):
         return {}
     brain.install()  # routes torch imports to the stubs (built on first use)

@@ -12,6 +12,7 @@ from astroid.manager import AstroidManager
 
 from flake8_torch_preflight import engine
 from flake8_torch_preflight.analysis import brain, build, infer, memo
+from flake8_torch_preflight.settings import Settings
 from flake8_torch_preflight.rules import REGISTRY
 
 SOFTMAX = (
@@ -278,3 +279,13 @@ def test_the_reused_tree_is_handed_out_once() -> None:
     second_node = second[0] if isinstance(second, tuple) else second
     assert first_node is tree
     assert isinstance(second_node, ast.Module) and second_node.body[0].targets[0].id == "other"
+
+
+def test_a_rule_gate_never_passes_on_a_comment_alone() -> None:
+    """The cheap text gates are matched on code: a finding never depends on what a comment says."""
+    settings = Settings(selected=frozenset({"TP012"}))
+    loader = "from torch.utils.data import DataLoader\nloader = DataLoader(data)\n"
+    assert [r.code for r in engine._gated_rules(loader + "# trained on cuda\n", settings)] == []
+    assert [r.code for r in engine._gated_rules(loader + "device = 'cuda'  # a GPU\n", settings)] == ["TP012"]
+    # a string, not a comment
+    assert [r.code for r in engine._gated_rules(loader + "s = '# cuda'\n", settings)] == ["TP012"]
