@@ -1,9 +1,10 @@
 """Where a value built by a call (a DataLoader) goes: training loops, evaluation loops, Accelerate.
 
-``uses_of(call)`` follows the value through assignments (names and ``self.attr``), arguments of
-helper functions of the file (to the parameter's uses), ``return`` (to the function's call
-sites), ``iter()``/``next()``, and wrappers in a ``for`` header (``enumerate(loader)``,
-``tqdm(loader)``).  A loop that iterates it is a **training loop** when one iteration runs a
+``uses_of(call)`` follows the value through assignments (names and ``self.attr``, one position of
+a tuple assignment), arguments of helper functions of the file (to the parameter's uses; a method
+called on a parameter of a ``mp.spawn`` worker is the method of the instance the launch passes),
+``return`` (to the function's call sites), ``iter()``/``next()``, and wrappers in a ``for`` header
+(``enumerate(loader)``, ``tqdm(loader)``).  A loop that iterates it is a **training loop** when one iteration runs a
 backward (``loops.loop_calls``, helpers included).  ``prepare()``/``setup_dataloaders()``
 (Accelerate, Lightning Fabric) mark it as handed to a framework that re-shards it.
 
@@ -19,12 +20,12 @@ Samplers: ``plain_sampler`` names a resolved torch sampler that is not distribut
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import dataflow, frameworks, gradients, infer, loops, training_step
+from . import dataflow, entrypoint, frameworks, gradients, infer, loops, memo, training_step
 from .torch_names import DATALOADERS
 
 #: Names of the calls that may hand a DataLoader to a framework that replaces its sampler per rank
@@ -48,8 +49,12 @@ ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset"})
 #: Receiver attributes through which a loader's sampler is reached (``loader.sampler.set_epoch``).
 SAMPLER_ATTRIBUTES = frozenset({"sampler", "batch_sampler"})
 
+#: Names of the launchers that start a function with the process index first (``mp.spawn``), a cheap
+#: filter before ``entrypoint.launched_function`` resolves the call.
+SPAWN_NAMES = frozenset(name for _, name in entrypoint.SPAWN_FUNCTIONS)
+
 #: How many hops (assignments, helper parameters, returns) a value is followed.
-MAX_DEPTH = 4
+MAX_DEPTH = 6
 
 #: Names of main-process checks (``accelerator.is_main_process``, ``is_master()``).
 MAIN_PROCESS_NAME = re.compile(
@@ -145,7 +150,7 @@ def _flow(
             if name == "iter" and isinstance(parent.func, nodes.Name):
                 _flow(parent, depth, uses, seen, via, deep)
                 return
-            helper = loops.local_helper(parent)
+            helper = loops.local_helper(parent) or launched_receiver_method(parent)
             if helper is not None:
                 param = _parameter_for(parent, child, helper)
                 if param is not None:
@@ -173,6 +178,14 @@ def _flow(
             for site in loops.call_sites(func):
                 for target in _unpacked_targets(site, index, len(parent.elts)):
                     _flow_into_target(target, depth - 1, uses, seen, via)
+        return
+    if child is expr and isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+        assign = parent.parent  # ``self.model, self.loader = model, loader``: the same position on the left
+        if assign.value is parent:
+            index = parent.elts.index(child)
+            for target in assign.targets:
+                if isinstance(target, (nodes.Tuple, nodes.List)) and len(target.elts) == len(parent.elts):
+                    _flow_into_target(target.elts[index], depth - 1, uses, seen, via, deep)
         return
     if child is not expr and not (isinstance(parent, (nodes.Assign, nodes.Return))):
         return
@@ -275,6 +288,72 @@ def _hands_optimizer(call: nodes.Call) -> bool:
     args = [a for a in call.args if not isinstance(a, nodes.Starred)]
     args += [kw.value for kw in call.keywords or () if kw.arg is not None]
     return any(isinstance(a, (nodes.Name, nodes.Attribute)) and gradients.is_optimizer(a) for a in args)
+
+
+def launched_receiver_method(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The method of the file that ``obj.method(...)`` runs where ``obj`` is a parameter of a function a
+    process launcher starts, bound to what every launch passes for it: ``mp.spawn(self._do_train,
+    args=(self, data))`` runs the static ``_do_train(rank, self, data)`` with the instance, so its
+    ``self._train_epoch(loader)`` is the class's method (``spawn`` passes the process index first)."""
+    func = call.func
+    if not isinstance(func, nodes.Attribute) or not isinstance(func.expr, nodes.Name):
+        return None
+    binding = dataflow.single_binding(func.expr)
+    arguments = binding.parent if binding is not None else None
+    worker = arguments.parent if isinstance(arguments, nodes.Arguments) else None
+    if not isinstance(worker, nodes.FunctionDef) or binding in (arguments.kwonlyargs or []):
+        return None
+    launches = _launches(worker.root()).get(worker)
+    if not launches:
+        return None
+    positional = list(arguments.posonlyargs or []) + list(arguments.args or [])
+    skip = 2 if worker.type == "method" else 1  # a bound method's ``self``, then the process index
+    index = positional.index(binding) - skip if binding in positional else -1
+    found: Optional[nodes.FunctionDef] = None
+    for launch in launches:
+        passed = _launch_arguments(launch)
+        if passed is None or not 0 <= index < len(passed):
+            return None
+        klass = infer.instance_class(passed[index])
+        if klass is None or klass.root() is not call.root():
+            return None
+        try:
+            method = klass.getattr(func.attrname)[0]
+        except (AstroidError, IndexError):
+            return None
+        if not isinstance(method, nodes.FunctionDef) or (found is not None and method is not found):
+            return None
+        found = method
+    return found
+
+
+_LAUNCHES: "Dict[nodes.Module, Dict[nodes.FunctionDef, List[nodes.Call]]]" = memo.per_file()
+
+
+def _launches(module: nodes.Module) -> "Dict[nodes.FunctionDef, List[nodes.Call]]":
+    """The process launches of the file (``mp.spawn(worker, ...)``) by the function they start."""
+    table = _LAUNCHES.get(module)
+    if table is None:
+        table = {}
+        for call in module.nodes_of_class(nodes.Call):
+            if infer.call_name(call) in SPAWN_NAMES:
+                worker = entrypoint.launched_function(call)
+                if worker is not None:
+                    table.setdefault(worker, []).append(call)
+        _LAUNCHES[module] = table
+    return table
+
+
+def _launch_arguments(launch: nodes.Call) -> Optional[List[nodes.NodeNG]]:
+    """The values a launch hands its function after the process index: the ``args=`` tuple of
+    ``spawn`` (written there or bound once to a name); None when unknown or starred."""
+    passed = infer.argument(launch, "args", 1)
+    if isinstance(passed, nodes.Name):
+        values = dataflow.assigned_values(passed)
+        passed = values[0] if values and len(values) == 1 else None
+    if not isinstance(passed, nodes.Tuple) or any(isinstance(e, nodes.Starred) for e in passed.elts):
+        return None
+    return list(passed.elts)
 
 
 def _flow_into_target(

@@ -11,7 +11,8 @@ A file is a distributed run when it calls (any alias, module aliases included)
   is enough when no loop using it is found at all (a loader returned in a tuple), but not when
   every loop found only evaluates;
 * a ``DistributedSampler`` (``shuffle`` not ``False``) feeding a loader that a training loop
-  iterates inside an epoch loop is reported when no ``set_epoch`` call in the file can be it:
+  iterates inside an epoch loop (the loader followed through helpers, trainer classes and the
+  worker a ``mp.spawn`` starts, ``analysis.loader_use``) is reported when no ``set_epoch`` call in the file can be it:
   ``sampler.set_epoch(e)``, ``loader.sampler.set_epoch(e)``, ``loader.batch_sampler.sampler...``,
   ``loader.set_epoch(e)`` and a call on an unresolvable receiver (a parameter) all count, unless
   the call sits once before the epoch loop, outside any loop, in that loop's own function.
