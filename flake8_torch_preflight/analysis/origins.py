@@ -127,14 +127,26 @@ class Tracer:
     def module_call(self, call: nodes.Call) -> Optional[Origin]:
         """Output of ``call`` when it calls a module instance: ``head(x)``, ``self.fc(x)``, ``model(x)``,
         ``model.forward(x)``."""
-        module = _called_module(call)
+        return self._instance_output(_called_module(call))
+
+    def module_output(self, module: nodes.NodeNG) -> Optional[Origin]:
+        """Output of the module ``module`` refers to when it is called: an instance (``model``), or
+        a module class handed to code that builds and calls it (``NeuralNet(MyModule, ...)``)."""
+        value = infer.safe_infer(module)
+        if isinstance(value, nodes.ClassDef):
+            if not infer.class_is_subclass_of(value, MODULE_BASES) or value.qname() == "torch.nn.Sequential":
+                return None  # ``nn.Sequential`` as a class says nothing of its layers
+            return self.class_output(value, module.root())
+        return self._instance_output(module)
+
+    def _instance_output(self, module: nodes.NodeNG) -> Optional[Origin]:
         klass = infer.instance_class(module)
         if klass is None or not infer.class_is_subclass_of(klass, MODULE_BASES):
             return None
         if klass.qname() == "torch.nn.Sequential":
             built = _sequential_construction(module, CONSTRUCTION_DEPTH)
             return None if built is None else self.sequential_output(built)
-        return self.class_output(klass, call.root())
+        return self.class_output(klass, module.root())
 
     def element(self, call: nodes.Call, index: int) -> Optional[Origin]:
         """Element ``index`` of the tuple a file-defined module's ``forward`` returns

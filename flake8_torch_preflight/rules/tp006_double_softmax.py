@@ -1,11 +1,18 @@
-"""TP006 double-softmax: softmax or log_softmax output fed into CrossEntropyLoss."""
+"""TP006 double-softmax: softmax or log_softmax output fed into CrossEntropyLoss.
+
+Two ways a loss meets its input: a call of the loss (``criterion(out, y)``), whose first argument
+is traced back (``analysis.origins``); and a trainer object of a library that is handed the module
+and the loss and calls both itself (``NeuralNet(MyModule, criterion=nn.CrossEntropyLoss)``), where
+the module's own output is read.  The latter is only read for a callee whose code the file cannot
+see (a library's or an unresolved one): the file's own functions show their loss calls.
+"""
 from __future__ import annotations
 
 from typing import Optional
 
 from astroid import nodes
 
-from ..analysis import infer, origins
+from ..analysis import brain, infer, origins
 from ..analysis.torch_names import LOG_SOFTMAX_FUNCTIONS, SOFTMAX_FUNCTIONS, SOFTMAX_LAYERS
 from ._base import Rule, register, text_gate
 
@@ -24,6 +31,15 @@ TENSOR_METHODS = frozenset({"softmax", "log_softmax"})
 #: How deep value origins are followed (assignments, forward() returns).
 MAX_DEPTH = 4
 
+#: Keywords under which a trainer object takes the loss it applies to its module's output.
+CRITERION_KEYWORDS = frozenset({"criterion", "loss_fn", "loss_function"})
+
+#: Keywords under which it takes the module (else its first positional argument).
+MODULE_KEYWORDS = frozenset({"module", "model"})
+
+#: The loss classes that apply log_softmax themselves (a trainer is handed the class or an instance).
+CROSS_ENTROPY_CLASSES = frozenset({"torch.nn.CrossEntropyLoss"})
+
 
 @register
 class DoubleSoftmax(Rule):
@@ -37,11 +53,14 @@ class DoubleSoftmax(Rule):
         "twice: the loss stays finite and training runs, but the gradient is compressed and the model learns "
         "slowly or plateaus. The rule follows the loss through aliases and assignments, and the input back "
         "through local assignments, softmax layers, and the forward() of a model defined in the file whose "
-        "every return is a softmax."
+        "every return is a softmax. A library trainer handed the model and the loss "
+        "(`NeuralNet(MyModule, criterion=nn.CrossEntropyLoss)`) feeds the model's output to the loss itself: "
+        "the model's forward is read there."
     )
     leaves_alone = (
         "Softmax used only for predictions, metrics or sampling (not fed to the loss), NLLLoss after "
-        "log_softmax (the correct pairing), and models whose forward() it cannot read are left alone."
+        "log_softmax (the correct pairing), skorch's NeuralNetClassifier with its default NLLLoss (it takes the "
+        "log of the probabilities itself), and models whose forward() it cannot read are left alone."
     )
     example_bad = """
         import torch.nn as nn
@@ -62,6 +81,8 @@ class DoubleSoftmax(Rule):
     def visit_call(self, node: nodes.Call) -> None:
         if not node.args and not node.keywords:
             return
+        if node.keywords and self._trainer_pairing(node):
+            return
         if not isinstance(node.func, (nodes.Name, nodes.Attribute, nodes.Call)):
             return
         if isinstance(node.func, nodes.Attribute) and node.func.attrname == "forward":
@@ -81,6 +102,46 @@ class DoubleSoftmax(Rule):
         what = softmax_origin(first)
         if what is not None:
             self.report(node, what=what, loss="CrossEntropyLoss" if "functional" not in loss else "F.cross_entropy")
+
+    def _trainer_pairing(self, node: nodes.Call) -> bool:
+        """``Trainer(MyModule, criterion=nn.CrossEntropyLoss)`` (class or instance, the module a class
+        or an instance) where every return of the module's forward is a softmax: reported on the loss.
+        skorch's ``NeuralNetClassifier(MyModule)`` expects probabilities (its default NLLLoss takes
+        their log) and names no cross-entropy: silent.  True when the call was such a pairing."""
+        criterion = next((kw.value for kw in node.keywords if kw.arg in CRITERION_KEYWORDS), None)
+        if criterion is None or not _is_cross_entropy(criterion):
+            return False
+        module = next((kw.value for kw in node.keywords if kw.arg in MODULE_KEYWORDS), None)
+        if module is None and node.args and not isinstance(node.args[0], nodes.Starred):
+            module = node.args[0]
+        if module is None or _readable_callee(node):
+            return False
+        found = origins.Tracer(_call_kind, _layer_kind, MAX_DEPTH).module_output(module)
+        if found is None:
+            return False
+        self.report(criterion, what=found.text, loss="CrossEntropyLoss")
+        return True
+
+
+def _is_cross_entropy(expr: nodes.NodeNG) -> bool:
+    """``expr`` is the class ``nn.CrossEntropyLoss`` (or a subclass) or an instance of one."""
+    value = infer.safe_infer(expr)
+    if isinstance(value, nodes.ClassDef):
+        return infer.class_is_subclass_of(value, CROSS_ENTROPY_CLASSES)
+    return infer.is_instance_of(expr, CROSS_ENTROPY_CLASSES)
+
+
+def _readable_callee(call: nodes.Call) -> bool:
+    """The call runs a function or class of the file or of the project, whose loss calls are read
+    where they are written."""
+    value = infer.safe_infer(call.func)
+    if value is None:
+        return False
+    root = getattr(value, "root", None)
+    if root is None:
+        return False
+    module = root()
+    return module is call.root() or brain.project_module(str(module.name))
 
 
 def _call_kind(call: nodes.Call, name: Optional[str], tracer: origins.Tracer) -> Optional[origins.Origin]:
