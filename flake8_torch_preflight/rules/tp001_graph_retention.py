@@ -184,6 +184,9 @@ class GraphRetention(Rule):
             return  # local to a function whose loops around the store only walk values that already exist
         if accumulators.reset_in_loop(root, loop, store):
             return  # re-bound fresh in the loop (``running_loss = 0`` at each optimizer step): bounded
+        loop = _stepping_loop(p, loop, store, root, defs)
+        if loop is None:
+            return  # an enclosing step loop re-binds the container: bounded
         holders = frozenset(id(d) for d in defs) | made
         scope = p.scope_of(store)
         in_loop = loops.loop_call_ids(loop)
@@ -207,6 +210,25 @@ class GraphRetention(Rule):
                 return
             case = _OOM
         self.report(store, value=_text(_graph_element(p, value), self.ctx.lines), case=case)
+
+
+def _stepping_loop(
+    p: Provenance, loop: "loops.Loop", store: nodes.NodeNG, root: nodes.NodeNG, defs: FrozenSet
+) -> Optional["loops.Loop"]:
+    """The loop whose iterations the store accumulates over: ``loop`` (the innermost) when one of its
+    iterations runs a backward(), else the nearest enclosing loop of the function that the container
+    outlives and whose iteration runs one (``for name, v in step_losses.items(): total[name] += v``
+    inside the step loop); None when that loop re-binds the container fresh."""
+    found = loop
+    for outer in loops.enclosing_loops(store):
+        if any(id(b.call) in loops.loop_call_ids(outer) for b in p.backwards):
+            found = outer
+            break
+        if defs and all(loops.inside(d.node, outer) for d in defs):
+            break  # bound fresh in this loop: it does not outlive the ones around it
+    if found is not loop and accumulators.reset_in_loop(root, found, store):
+        return None
+    return found
 
 
 def _lives_for_one_step(p: Provenance, root: nodes.NodeNG, defs: FrozenSet, store: nodes.NodeNG) -> bool:

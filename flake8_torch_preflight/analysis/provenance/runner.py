@@ -526,6 +526,9 @@ class _Runner:
         element = UNKNOWN
         if is_for:
             element = _element(self.expr(stmt.iter, env))
+            if _dict_items(stmt.iter) and isinstance(stmt.target, nodes.Tuple) and len(stmt.target.elts) == 2:
+                # ``for k, v in d.items()``: the keys are names or numbers, not graphs
+                element = Prov(**_plain(element), elts=(stop(element), element))
         head = env
         frame = _Loop()
         # Each loop gets MAX_LOOP_ITERATIONS body runs per round in all; later entries (from
@@ -1038,3 +1041,14 @@ def _merge_event(by_id: Dict[int, _Event], events: List[_Event], key: int, event
         events.append(event)
     else:
         old.prov = join(old.prov, event.prov)
+
+
+def _dict_items(iterable: nodes.NodeNG) -> bool:
+    """``d.items()``: an iteration over (key, value) pairs, whose keys are names or numbers."""
+    return (
+        isinstance(iterable, nodes.Call)
+        and isinstance(iterable.func, nodes.Attribute)
+        and iterable.func.attrname == "items"
+        and not iterable.args
+        and not iterable.keywords
+    )
