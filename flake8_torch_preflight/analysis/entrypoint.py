@@ -5,17 +5,24 @@ bodies included) when executed.  ``run_calls`` lists the calls those
 statements make in evaluation order, with the functions and methods of the
 file they call expanded where they are first called (each once), the
 ``__init__`` of classes of the file expanded where they are instantiated, and the
-function a process launcher runs (``mp.spawn(main, ...)``) expanded at the launch.
+function a forking process launcher runs (``Process(target=main)``) expanded at the
+launch.  A function started in fresh interpreters (``mp.spawn(main, ...)``, the
+``spawn`` and ``forkserver`` start methods) shares nothing with the parent, the seeds
+of its random generators included: it is a run of its own (``spawned_runs``).
 A module that only defines functions and classes makes no module-level call:
-it is not a run.
+it is not a run; nor is a library module of the project whose ``__main__`` block
+trains on made-up tensors (``library_self_test``).
 """
 from __future__ import annotations
 
-from typing import List, Optional, Set
+import functools
+import os
+import re
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from astroid import nodes
 
-from . import device, frameworks, gradients, infer, loops
+from . import dataflow, device, frameworks, gradients, infer, loops, memo
 from .modes import calls_in_order
 from .torch_names import MODULE_BASES
 
@@ -38,6 +45,17 @@ PROCESS_CLASSES = frozenset(
 
 _LAUNCHER_NAMES = frozenset(name for _, name in SPAWN_FUNCTIONS | PROCESS_CLASSES)
 
+#: Modules whose ``get_context(method)`` / ``set_start_method(method)`` choose how processes start
+#: (matched on the imports' dotted path like ``SPAWN_FUNCTIONS``: ``torch.multiprocessing`` has no stub).
+MULTIPROCESSING_MODULES = ("multiprocessing", "torch.multiprocessing")
+#: Start methods that begin each process in a fresh interpreter, which inherits none of the parent's
+#: state (the seeds of its random generators included).  ``fork``, Linux's default for ``Process``
+#: before Python 3.14, copies the parent, seeds and all; a launch whose method is not written in the
+#: file is taken to fork (``torch.multiprocessing.spawn`` always spawns).
+FRESH_START_METHODS = frozenset({"spawn", "forkserver"})
+#: How many spawned runs are listed per file.
+MAX_SPAWNED_RUNS = 8
+
 
 def is_main_guard(node: nodes.NodeNG) -> bool:
     """``if __name__ == "__main__":`` (either operand order)."""
@@ -53,24 +71,60 @@ def is_main_guard(node: nodes.NodeNG) -> bool:
 
 
 def run_calls(module: nodes.Module, helper_depth: int = HELPER_DEPTH) -> List[nodes.Call]:
-    """Calls the module's top-level code makes when run, helpers of the file expanded in place."""
-    found: List[nodes.Call] = []
-    expanded: Set[int] = set()
+    """Calls the module's top-level code makes when run, helpers of the file expanded in place (a
+    function started in fresh interpreters is not: ``spawned_runs``)."""
+    return _expanded_calls(list(module.body), helper_depth, set())
 
-    def visit(statements: List[nodes.NodeNG], depth: int) -> None:
-        for statement in statements:
+
+class SpawnedRun(NamedTuple):
+    """A function of the file that a launch starts in fresh interpreters, and the calls it makes."""
+
+    launch: nodes.Call
+    function: nodes.FunctionDef
+    calls: List[nodes.Call]
+
+
+def spawned_runs(module: nodes.Module, calls: List[nodes.Call], helper_depth: int = HELPER_DEPTH) -> List[SpawnedRun]:
+    """The runs of the functions that launches among ``calls`` start in fresh interpreters
+    (``spawns``), and the runs those start in turn; a function launched twice is listed once.
+    A spawned process imports the main module again before it calls the function: its run is the
+    module-level code outside ``if __name__ == "__main__":`` (a seed there reaches every process),
+    then the function, each expanded like ``run_calls``."""
+    runs: List[SpawnedRun] = []
+    seen: Set[int] = set()
+    pending = [calls]
+    imported = [statement for statement in module.body if not is_main_guard(statement)]
+    while pending and len(runs) < MAX_SPAWNED_RUNS:
+        for call in pending.pop(0):
+            function = launched_function(call)
+            if function is None or id(function) in seen or not spawns(call):
+                continue
+            seen.add(id(function))
+            expanded = {id(function)}
+            worker = _expanded_calls(imported, helper_depth, expanded)
+            worker += _expanded_calls(list(function.body), helper_depth - 1, expanded)
+            runs.append(SpawnedRun(call, function, worker))
+            pending.append(worker)
+    return runs[:MAX_SPAWNED_RUNS]
+
+
+def _expanded_calls(statements: List[nodes.NodeNG], helper_depth: int, expanded: Set[int]) -> List[nodes.Call]:
+    found: List[nodes.Call] = []
+
+    def visit(body: List[nodes.NodeNG], depth: int) -> None:
+        for statement in body:
             if isinstance(statement, (nodes.FunctionDef, nodes.ClassDef)):
                 continue
             for call in calls_in_order(statement):
                 found.append(call)
                 if depth <= 0:
                     continue
-                body = _callee_body(call)
-                if body is not None and id(body) not in expanded:
-                    expanded.add(id(body))
-                    visit(body.body, depth - 1)
+                callee = _callee_body(call)
+                if callee is not None and id(callee) not in expanded:
+                    expanded.add(id(callee))
+                    visit(callee.body, depth - 1)
 
-    visit(list(module.body), helper_depth)
+    visit(statements, helper_depth)
     return found
 
 
@@ -84,7 +138,7 @@ def _callee_body(call: nodes.Call) -> Optional[nodes.FunctionDef]:
         return helper
     target = launched_function(call)
     if target is not None:
-        return target
+        return None if spawns(call) else target  # a spawned function is a run of its own
     klass = constructed_local_class(call)
     if klass is None or device.built_empty(call):
         return None  # built on the meta device / under empty_init: its constructor initialises nothing
@@ -96,25 +150,91 @@ def _callee_body(call: nodes.Call) -> Optional[nodes.FunctionDef]:
 
 def launched_function(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     """The function of the file that a process launcher runs in each worker: the first argument of
-    ``torch.multiprocessing.spawn`` / ``start_processes``, the ``target=`` of a ``Process``."""
-    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+    ``torch.multiprocessing.spawn`` / ``start_processes``, the ``target=`` of a ``Process`` (one of
+    a ``get_context(...)`` context included)."""
+    launch = _launch(call)
+    if launch is None:
         return None
-    dotted = infer.dotted_name(call.func)  # the file's imports, aliases included (no inference)
-    if dotted is None and infer.call_name(call) in _LAUNCHER_NAMES:
-        dotted = infer.qname(call.func)  # e.g. ``mp = torch.multiprocessing``
-    name = tuple(dotted.rsplit(".", 1)) if dotted and "." in dotted else None
-    if name in SPAWN_FUNCTIONS:
-        target: Optional[nodes.NodeNG] = call.args[0] if call.args else None
-        if target is None:
-            target = next((kw.value for kw in call.keywords or () if kw.arg == "fn"), None)
-    elif name in PROCESS_CLASSES:
-        target = next((kw.value for kw in call.keywords or () if kw.arg == "target"), None)
-    else:
-        return None
+    target = launch[1]
     if not isinstance(target, (nodes.Name, nodes.Attribute)):
         return None
     func = infer.function_def(target)
     return func if func is not None and func.root() is call.root() else None
+
+
+def spawns(call: nodes.Call) -> bool:
+    """``call`` launches processes that start in fresh interpreters (``FRESH_START_METHODS``):
+    ``torch.multiprocessing.spawn``; ``start_processes`` unless given another ``start_method``; a
+    ``Process`` of a ``get_context("spawn")`` context, or of a file that calls
+    ``set_start_method("spawn")``.  False for anything else, an unknown method included."""
+    launch = _launch(call)
+    if launch is None:
+        return False
+    kind = launch[0]
+    if kind == "spawn":
+        return True
+    if kind == "start_processes":
+        method = infer.argument(call, "start_method", 5)
+        return method is None or _constant(method) in FRESH_START_METHODS
+    if kind == "context":
+        context = _start_context(call.func.expr)  # type: ignore[union-attr]
+        method = infer.argument(context, "method", 0) if context is not None else None
+        return method is not None and _constant(method) in FRESH_START_METHODS
+    return _file_start_method(call.root()) in FRESH_START_METHODS
+
+
+def _launch(call: nodes.Call) -> Optional[Tuple[str, Optional[nodes.NodeNG]]]:
+    """(kind, the function argument) of a process launch: kind ``spawn`` / ``start_processes``, ``process``
+    (a ``Process`` class of the imports) or ``context`` (``ctx.Process`` of a ``get_context`` call)."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)) or infer.call_name(call) not in _LAUNCHER_NAMES:
+        return None
+    dotted = infer.dotted_name(call.func)  # the file's imports, aliases included (no inference)
+    if dotted is None:
+        dotted = infer.qname(call.func)  # e.g. ``mp = torch.multiprocessing``
+    name = tuple(dotted.rsplit(".", 1)) if dotted and "." in dotted else None
+    target = next((kw.value for kw in call.keywords or () if kw.arg == "target"), None)
+    if name in SPAWN_FUNCTIONS:
+        return str(name[1]), infer.argument(call, "fn", 0)  # type: ignore[index]
+    if name in PROCESS_CLASSES:
+        return "process", target
+    if isinstance(call.func, nodes.Attribute) and call.func.attrname == "Process":
+        if _start_context(call.func.expr) is not None:
+            return "context", target
+    return None
+
+
+def _start_context(expr: nodes.NodeNG) -> Optional[nodes.Call]:
+    """The ``multiprocessing.get_context(...)`` call that ``expr`` is, written there or bound once to its name."""
+    if isinstance(expr, nodes.Name):
+        values = dataflow.assigned_values(expr)
+        expr = values[0] if values and len(values) == 1 else None
+    if not isinstance(expr, nodes.Call) or infer.call_name(expr) != "get_context":
+        return None
+    dotted = infer.dotted_name(expr.func)
+    return expr if dotted is not None and dotted.rsplit(".", 1)[0] in MULTIPROCESSING_MODULES else None
+
+
+_START_METHODS: "Dict[nodes.Module, Optional[str]]" = memo.per_file()
+
+
+def _file_start_method(module: nodes.Module) -> Optional[str]:
+    """The start method the file sets (``mp.set_start_method("spawn")``); None when it sets none,
+    an unknown one or several."""
+    if module not in _START_METHODS:
+        methods = set()
+        for call in module.nodes_of_class(nodes.Call):
+            if infer.call_name(call) != "set_start_method":
+                continue
+            dotted = infer.dotted_name(call.func)
+            if dotted is not None and dotted.rsplit(".", 1)[0] in MULTIPROCESSING_MODULES:
+                method = infer.argument(call, "method", 0)
+                methods.add(_constant(method) if method is not None else None)
+        _START_METHODS[module] = methods.pop() if len(methods) == 1 else None
+    return _START_METHODS[module]
+
+
+def _constant(node: nodes.NodeNG) -> Optional[str]:
+    return node.value if isinstance(node, nodes.Const) and isinstance(node.value, str) else None
 
 
 def constructed_local_class(call: nodes.Call) -> Optional[nodes.ClassDef]:
@@ -139,3 +259,107 @@ def trains(calls: List[nodes.Call]) -> bool:
             if not infer.is_instance_of(call.func.expr, MODULE_BASES):  # type: ignore[union-attr]
                 return True
     return False
+
+
+#: Libraries whose functions and classes read data: files, datasets, environments (resolved through the imports).
+DATA_LIBRARIES = (
+    "torch.utils.data.", "torchvision.datasets.", "torchaudio.datasets.", "torchtext.", "datasets.", "pandas.",
+    "h5py.", "PIL.", "cv2.", "imageio.", "soundfile.", "librosa.", "scipy.io.", "sklearn.datasets.", "gym.",
+    "gymnasium.", "json.", "pickle.", "csv.", "glob.", "tarfile.", "zipfile.", "urllib.", "requests.",
+    "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "numpy.memmap", "os.listdir",
+    "os.scandir", "os.walk",
+)
+#: Words of a called name that say it reads data (``load_dataset``, ``DataLoader``, ``make_env``, ``read_csv``).
+DATA_WORDS = frozenset(
+    "data dataset datasets dataloader loader batch batches env envs environment episode rollout corpus download "
+    "fetch read reader imread csv memmap glob listdir open".split()
+)
+#: Base classes of the datasets a run may build.
+DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.IterableDataset"})
+
+
+def library_self_test(module: nodes.Module, calls: List[nodes.Call]) -> bool:
+    """The file is a library with a smoke or memory test, not a run: another module of the project
+    imports it (``imported_by_project``), and its ``__main__`` block trains on made-up tensors only
+    (``torch.randn`` inputs): no call of the run reads data (``reads_data``)."""
+    if not any(is_main_guard(statement) for statement in module.body):
+        return False
+    if any(reads_data(call) for call in calls):
+        return False
+    return imported_by_project(module)
+
+
+def reads_data(call: nodes.Call) -> bool:
+    """``call`` reads data, builds a dataset or loader, or makes an environment: a function of a
+    data library (``DATA_LIBRARIES``), ``open``, a dataset class, or a name whose words say so
+    (``get_batch``, ``load_data``, ``make_env``, ``DATA_WORDS``).  Generous: a doubt keeps the run a run."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    name = infer.call_name(call) or ""
+    if DATA_WORDS & name_words(name):
+        return True
+    dotted = infer.dotted_name(call.func) or infer.callee_qname(call) or ""
+    if any(dotted.startswith(prefix) for prefix in DATA_LIBRARIES):
+        return True
+    if isinstance(call.func, nodes.Name) and name == "open":
+        return True
+    klass = infer.safe_infer(call.func)
+    return isinstance(klass, nodes.ClassDef) and infer.class_is_subclass_of(klass, DATASET_BASES)
+
+
+def name_words(name: str) -> Set[str]:
+    """Lower-case words of a snake_case or CamelCase name (``MASTER_PORT``, ``DataLoader``)."""
+    return {word.lower() for word in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)}
+
+
+def imported_by_project(module: nodes.Module) -> bool:
+    """A module of the file's folder or of the folder above imports the file (``from .unet import
+    UNet``, ``import library.unet``, ``from networks import lora``; a bare ``import unet`` from its
+    own folder).  Only those two folders are read, and only their import lines."""
+    path = getattr(module, "file", None)
+    if not path or not str(path).endswith(".py"):
+        return False
+    path = os.path.abspath(str(path))
+    folder = os.path.dirname(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    package = os.path.basename(folder)
+    nearby = re.compile(r"^(?:from\s+\.?{0}\b|import\s+{0}\b|from\s+\.\s+import\s+.*\b{0}\b)".format(re.escape(stem)))
+    qualified = re.compile(
+        r"^(?:from|import)\s+[\w.]*\b{0}\.{1}\b|^from\s+[\w.]*\b{0}\s+import\s+.*\b{1}\b".format(
+            re.escape(package), re.escape(stem)
+        )
+    )
+    for other, lines in _import_lines(folder).items():
+        if other != path and any(nearby.match(line) or qualified.match(line) for line in lines):
+            return True
+    parent = os.path.dirname(folder)
+    if parent == folder:
+        return False
+    return any(qualified.match(line) for lines in _import_lines(parent).values() for line in lines)
+
+
+#: Files of one folder read for their import lines, and how much of each.
+MAX_FOLDER_FILES, MAX_FILE_BYTES = 400, 200_000
+
+
+@functools.lru_cache(maxsize=64)
+def _import_lines(folder: str) -> Dict[str, Tuple[str, ...]]:
+    """The import lines (stripped) of each Python file directly in ``folder``."""
+    found: Dict[str, Tuple[str, ...]] = {}
+    try:
+        names = sorted(os.listdir(folder))[: MAX_FOLDER_FILES * 4]
+    except OSError:
+        return found
+    for name in names:
+        if not name.endswith(".py") or len(found) >= MAX_FOLDER_FILES:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(MAX_FILE_BYTES)
+        except OSError:
+            continue
+        found[path] = tuple(
+            line.strip() for line in text.splitlines() if line.lstrip().startswith(("import ", "from "))
+        )
+    return found

@@ -8,10 +8,12 @@ TP009):
   samplers, ``DataLoader(shuffle=True)``, building a layer whose weights
   are randomly initialised, and building a class of another readable module
   of the project whose ``__init__`` draws; not when it is built on the meta device or under
-  ``init_module(empty_init=True)``, ``device.built_empty``), NumPy's global one (``np.random.*``), the
+  ``init_module(empty_init=True)``, ``device.built_empty``; building a random
+  torchvision transform, which draws each time it is applied), NumPy's global one (``np.random.*``), the
   ``random`` module's, or a separate generator built without a seed
   (``np.random.default_rng()``, ``random.Random()``).  A draw given
-  ``generator=`` uses its own generator and is not counted;
+  ``generator=`` uses its own generator and is not counted, nor is one whose
+  value only picks a port or names an address, a path or a run (``names_only``);
 * ``SEED`` of some generators: ``torch.manual_seed``, ``np.random.seed``,
   ``random.seed`` with a seed argument (a bare ``seed()`` reseeds from the
   OS), a function of another readable module that calls them, and, for code
@@ -33,7 +35,7 @@ the caller expands them and classifies their own calls.
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, NamedTuple, Optional, Set
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set
 
 from astroid import nodes
 
@@ -151,6 +153,29 @@ RANDOM_DRAWS = frozenset(
 RANDOM_SEEDERS = frozenset({"random.seed"})
 RANDOM_GENERATORS = frozenset({"random.Random"})
 
+#: torchvision transforms that draw from torch's generator each time they are applied (augmentation);
+#: with ``Random*`` classes, matched under ``torchvision.transforms.`` (``v2`` included) through the imports.
+TORCHVISION_TRANSFORMS = "torchvision.transforms."
+TORCHVISION_RANDOM_TRANSFORMS = frozenset(
+    "ColorJitter AutoAugment RandAugment TrivialAugmentWide AugMix GaussianBlur ElasticTransform MixUp CutMix "
+    "ScaleJitter GaussianNoise".split()
+)
+
+#: Words of a target or keyword name where a drawn number picks a free TCP port, not a training value.
+PORT_WORDS = frozenset({"port"})
+#: Words of a target or keyword name where text built from a draw names something: an address, a
+#: file or folder, a run (``args.dist_url = f"tcp://localhost:{random.randrange(49152, 65535)}"``).
+NAME_WORDS = frozenset(
+    "port url uri addr address host hostname path dir directory folder file filename fname name tmp temp tmpdir "
+    "tempdir id tag suffix prefix".split()
+)
+#: Whole names with the same meaning whose words are too common alone.
+NAME_TARGETS = frozenset({"init_method"})
+#: Calls that make a path out of their arguments.
+PATH_CALLS = frozenset({"os.path.join", "os.makedirs", "os.mkdir", "pathlib.Path", "pathlib.PurePath"})
+#: Builtins that turn a number into text (``int`` keeps a number).
+TEXT_BUILTINS = frozenset({"str", "repr", "hex", "oct", "format"})
+
 #: Modules whose functions are classified above (a ``seed`` in their names is not a helper).
 _CLASSIFIED_ROOTS = frozenset({"torch", "numpy", "random"})
 
@@ -199,7 +224,7 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
     if _passes_generator(call):
         return None  # its own generator
     if name in TORCH_RANDOM_FUNCTIONS or name in TORCH_RANDOM_METHODS:
-        return _draw(TORCH, label)
+        return None if names_only(call) else _draw(TORCH, label)
     if name in TORCH_CLASSES and not isinstance(infer.safe_infer(call.func), nodes.ClassDef):
         return None  # calling an instance (``layer(x)``), not building one
     if name in TORCH_RANDOM_SAMPLERS:
@@ -213,13 +238,15 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
     if name == "torch.utils.data.DataLoader":
         return _sampler_draws(call, depth)
     if name in NUMPY_DRAWS:
-        return _draw(NUMPY, label)
+        return None if names_only(call) else _draw(NUMPY, label)
     if name in RANDOM_DRAWS:
-        return _draw(RANDOM, label)
+        return None if names_only(call) else _draw(RANDOM, label)
     if name in NUMPY_GENERATORS or name in RANDOM_GENERATORS:
         if _has_seed_argument(call) or _seeded_later(call):
             return None
         return _draw(NUMPY_RNG if name in NUMPY_GENERATORS else RANDOM_INSTANCE, label)
+    if _random_transform(name):
+        return _draw(TORCH, "{}(...)".format(name.rsplit(".", 1)[-1]))  # the class names the augmentation
     return _third_party(call, name, depth)
 
 
@@ -319,6 +346,101 @@ def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
         if found is not None and found.kind == SEED:
             seeded |= found.generators
     return _seed(*seeded) if seeded else None
+
+
+def _random_transform(name: str) -> bool:
+    """A torchvision transform that draws each time it is applied (``RandomResizedCrop``, ``ColorJitter``)."""
+    if not name.startswith(TORCHVISION_TRANSFORMS):
+        return False
+    last = name.rsplit(".", 1)[-1]
+    return last.startswith("Random") or last in TORCHVISION_RANDOM_TRANSFORMS
+
+
+def names_only(draw: nodes.Call) -> bool:
+    """The drawn value only names something: a port (``port = random.randint(20000, 30000)``), or
+    text that becomes an address, a path or a run name (``f"tcp://localhost:{random.randrange(...)}"``,
+    ``run_name = f"run_{random.randint(0, 999)}"``); followed through one plain local name.  Not a
+    training draw."""
+    return _feeds_names(draw, False, 1)
+
+
+def _feeds_names(node: nodes.NodeNG, text: bool, depth: int) -> bool:
+    """``node``'s value (text once ``text``) ends in a port, an address, a path or a name."""
+    while True:
+        parent = node.parent
+        if isinstance(parent, nodes.FormattedValue) and isinstance(parent.parent, nodes.JoinedStr):
+            node, text = parent.parent, True
+            if _names_a_place(node):
+                return True
+        elif isinstance(parent, nodes.BinOp):
+            other = parent.right if parent.left is node else parent.left
+            if (parent.op == "%" and parent.right is node) or (parent.op == "+" and _is_text(other)):
+                text = True  # "port_%d" % x, "run_" + str(x)
+            node = parent
+        elif isinstance(parent, nodes.Call) and node in parent.args:
+            name = infer.call_name(parent)
+            if isinstance(parent.func, nodes.Name) and name in TEXT_BUILTINS | {"int"}:
+                text = text or name != "int"
+            elif isinstance(parent.func, nodes.Attribute) and name in ("format", "join") and _is_text(parent.func.expr):
+                text = True  # "run_{}".format(x), "".join(random.choices(string.ascii_lowercase, k=8))
+            elif infer.dotted_name(parent.func) in PATH_CALLS:
+                return True
+            else:
+                return False
+            node = parent
+        elif isinstance(parent, nodes.Keyword):
+            return _names_words(parent.arg, text)
+        elif isinstance(parent, (nodes.Assign, nodes.AnnAssign)) and parent.value is node:
+            targets = parent.targets if isinstance(parent, nodes.Assign) else [parent.target]
+            if all(_names_words(_target_name(target), text) for target in targets):
+                return True
+            if depth <= 0 or len(targets) != 1 or not isinstance(targets[0], nodes.AssignName):
+                return False
+            uses = _uses(targets[0])
+            return bool(uses) and all(_feeds_names(use, text, depth - 1) for use in uses)
+        else:
+            return False
+
+
+def _names_words(name: Optional[str], text: bool) -> bool:
+    if not name:
+        return False
+    if name in NAME_TARGETS:
+        return True
+    return bool(entrypoint.name_words(name) & (NAME_WORDS if text else PORT_WORDS))
+
+
+def _target_name(target: nodes.NodeNG) -> Optional[str]:
+    """The name an assignment stores into: ``port``, ``args.dist_url``, ``os.environ["MASTER_PORT"]``."""
+    if isinstance(target, nodes.AssignName):
+        return str(target.name)
+    if isinstance(target, nodes.AssignAttr):
+        return str(target.attrname)
+    if isinstance(target, nodes.Subscript) and isinstance(target.slice, nodes.Const):
+        return target.slice.value if isinstance(target.slice.value, str) else None
+    return None
+
+
+def _is_text(node: nodes.NodeNG) -> bool:
+    return isinstance(node, nodes.JoinedStr) or (isinstance(node, nodes.Const) and isinstance(node.value, str))
+
+
+def _names_a_place(text: nodes.JoinedStr) -> bool:
+    """An f-string that reads as an address or a path: ``tcp://...``, ``localhost:...``, ``/tmp/...``."""
+    parts = [part.value for part in text.values if isinstance(part, nodes.Const) and isinstance(part.value, str)]
+    if any("://" in part or "localhost" in part for part in parts):
+        return True
+    first = text.values[0] if text.values else None
+    return isinstance(first, nodes.Const) and str(first.value).startswith(("/", "./", "~/"))
+
+
+def _uses(binding: nodes.AssignName) -> List[nodes.Name]:
+    """Every read of the name ``binding`` assigns in its scope, when that assignment is the only one
+    each read sees; empty when some read may see another."""
+    uses = [node for node in binding.scope().nodes_of_class(nodes.Name) if node.name == binding.name]
+    if any(dataflow.sole_binding(use) is not binding for use in uses):
+        return []
+    return uses
 
 
 def _sampler_draws(loader: nodes.Call, depth: int) -> Optional[Effect]:

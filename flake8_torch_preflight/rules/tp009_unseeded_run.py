@@ -5,7 +5,15 @@ The run is what the file executes: its module-level statements and
 class constructors they call expanded (``analysis.entrypoint``).  A file is a
 run only when that code reaches a training step (``backward()``, ``fit()``,
 ``trainer.train()``): modules that only define functions, and inference or
-conversion scripts, are silent.
+conversion scripts, are silent; so is a library module of the project whose
+``__main__`` block trains on made-up tensors (``entrypoint.library_self_test``).
+
+A function started in fresh interpreters (``torch.multiprocessing.spawn``, a
+``spawn`` or ``forkserver`` context or start method) is a run of its own: the
+parent's seeds do not reach it, only its own and those of module-level code
+outside the ``__main__`` block (which each spawned process runs again on
+import).  A forked ``Process`` inherits the parent's generators and stays part
+of the parent's run.
 
 What draws from or seeds which generator (torch, NumPy's global generator,
 ``random``, and generators built without a seed) is ``analysis.randomness``,
@@ -21,18 +29,19 @@ execution order, naming the others; and one at the first ``default_rng()`` or
 ``random.Random()`` built without a seed (each is its own generator).
 Whether the seed comes before the draw is not checked.  The message says
 whether the run seeds nothing at all or only some generators (the intent is
-visible: a stronger signal).
+visible: a stronger signal).  In a spawned function whose parent seeds the
+generator, it says that the seed belongs there.
 """
 from __future__ import annotations
 
 import re
-from typing import Dict, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 
 from astroid import nodes
 
 from ..analysis import entrypoint
 from ..analysis.randomness import INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, SEED, TORCH, effect
-from ._base import Rule, register, text_gate
+from ._base import MAX_MESSAGE, Rule, fit_message, register, text_gate
 
 _GENERATOR_NAMES = {
     TORCH: "torch",
@@ -63,11 +72,18 @@ class UnseededRun(Rule):
         "(module-level code and the __main__ block, through the file's functions and class constructors) and "
         "reports, once per generator, the first draw from a generator that nothing seeds. Seeding helpers "
         "count: seed_everything, transformers.set_seed, accelerate's set_seed, and a set_seed of the file for "
-        "the seeders it calls."
+        "the seeders it calls. A function started by torch.multiprocessing.spawn (or a 'spawn' context) runs in a "
+        "fresh interpreter that inherits none of the parent's generator state: a seed set in the parent before "
+        "the launch does not reach it, so the function must seed itself."
     )
     leaves_alone = (
         "Files that only define functions, and runs that never train, are left alone."
         " A file with a seeding call commented out (``# torch.manual_seed(1)``) has chosen to run unseeded."
+        " A draw that only picks a port or names a path or run (``f\"tcp://localhost:{random.randrange(...)}\"``)"
+        " is not a training draw. A module other modules of the project import, whose ``__main__`` block only"
+        " trains on made-up tensors (no dataset, loader, environment or file), is a library's smoke test."
+        " Processes started with fork (``multiprocessing.Process`` in the default context) inherit the"
+        " parent's seed."
     )
     example_bad = """
         import numpy as np
@@ -97,35 +113,92 @@ class UnseededRun(Rule):
         if any(COMMENTED_SEED.match(line) for line in self.ctx.lines):
             return  # ``# torch.manual_seed(1)  # reproducible``: leaving the run unseeded is a stated choice
         calls = entrypoint.run_calls(node)
-        if not entrypoint.trains(calls):
+        workers = entrypoint.spawned_runs(node, calls)
+        if not entrypoint.trains(calls + [call for worker in workers for call in worker.calls]):
             return
+        parent = _RandomState(node, calls)
+        findings = parent.findings()
+        for worker in workers:  # fresh interpreters: their own seeds count, not the parent's
+            if entrypoint.trains(worker.calls):
+                findings += _RandomState(node, worker.calls, worker.function.name, parent.seeded).findings()
+        if findings and entrypoint.library_self_test(node, calls):
+            return  # a module the project imports, whose __main__ block trains on made-up tensors
+        reported: Set[Tuple[int, str]] = set()
+        for call, generator, fields in findings:
+            if (id(call), generator) not in reported:  # a function the parent also calls itself
+                reported.add((id(call), generator))
+                self.report(call, **fields)
+
+
+class _RandomState:
+    """What one process's run draws and seeds: the parent's, or that of a function it spawns
+    (``worker`` its name, ``inherited`` the generators the parent seeds, which do not reach it)."""
+
+    def __init__(
+        self,
+        module: nodes.Module,
+        calls: Sequence[nodes.Call],
+        worker: str = "",
+        inherited: FrozenSet[str] = frozenset(),
+    ) -> None:
+        self.calls = list(calls)
+        self.worker, self.inherited = worker, inherited
+        self.intent = False
         seeded: Set[str] = set()
-        intent = False
-        draws: Dict[str, Tuple[nodes.Call, str]] = {}
-        for call in calls:
+        self.draws: Dict[str, Tuple[nodes.Call, str]] = {}
+        for call in self.calls:
             found = effect(call)
             if found is None:
                 continue
             if found.kind == SEED:
                 seeded |= found.generators
-                intent = True
+                self.intent = True
             elif found.kind == INTENT:
-                intent = True
-            elif call.root() is node:  # a draw inside another module of the project has no line in this file
+                self.intent = True
+            elif call.root() is module:  # a draw inside another module of the project has no line in this file
                 for generator in found.generators:
-                    draws.setdefault(generator, (call, found.label))
-        unseeded = [g for g in draws if g not in seeded]
+                    self.draws.setdefault(generator, (call, found.label))
+        self.seeded = frozenset(seeded)
+
+    def findings(self) -> List[Tuple[nodes.Call, str, Dict[str, str]]]:
+        """(draw, generator, message fields) for each finding of the run."""
+        found: List[Tuple[nodes.Call, str, Dict[str, str]]] = []
+        unseeded = [g for g in self.draws if g not in self.seeded]
         shared = [g for g in unseeded if g in _SEEDERS]  # the global generators: one root cause, one finding
         if shared:
-            first = min(shared, key=lambda g: calls.index(draws[g][0]))
-            call, label = draws[first]
+            first = min(shared, key=lambda g: self.calls.index(self.draws[g][0]))
             others = [g for g in shared if g != first]
-            self.report(call, draw=label, generator=_GENERATOR_NAMES[first], **_wording(first, seeded, intent, others))
+            found.append(self._finding(first, self._wording(first, others)))
         for generator in unseeded:
             if generator not in _SEEDERS:  # a generator built without a seed: its own cause
-                call, label = draws[generator]
-                wording = _wording(generator, seeded, intent)
-                self.report(call, draw=label, generator=_GENERATOR_NAMES[generator], **wording)
+                found.append(self._finding(generator, _wording(generator, self.seeded, self.intent)))
+        return found
+
+    def _finding(self, generator: str, wording: Dict[str, str]) -> Tuple[nodes.Call, str, Dict[str, str]]:
+        call, label = self.draws[generator]
+        return call, generator, dict(draw=label, generator=_GENERATOR_NAMES[generator], **wording)
+
+    def _wording(self, generator: str, others: Sequence[str]) -> Dict[str, str]:
+        wording = _wording(generator, self.seeded, self.intent, others)
+        if not self.worker:
+            return wording
+        if generator in self.inherited:  # the parent seeds it, in its own process only
+            also = " (nor {})".format(", ".join(_GENERATOR_NAMES[g] for g in others)) if others else ""
+            spawned = {"state": "unseeded in spawned {}{}".format(self.worker, also),
+                       "fix": "seed there, not in the parent"}
+            return spawned if _fits(spawned, generator) else dict(spawned, state="unseeded in a spawned worker" + also)
+        placed = dict(wording, fix="{} in {}".format(wording["fix"], self.worker))
+        return placed if _fits(placed, generator) else wording
+
+
+#: Characters of the quoted draw a message with a worker's name must leave.
+_DRAW_ROOM = 16
+
+
+def _fits(wording: Dict[str, str], generator: str) -> bool:
+    """The message fits with ``_DRAW_ROOM`` characters of the draw."""
+    fields = dict(wording, draw="x" * _DRAW_ROOM, generator=_GENERATOR_NAMES[generator])
+    return len(fit_message(UnseededRun.message, fields)) <= MAX_MESSAGE
 
 
 _DEFINITIONS = (nodes.FunctionDef, nodes.ClassDef, nodes.Import, nodes.ImportFrom)
