@@ -16,14 +16,19 @@ does, in evaluation order (a call's receiver and arguments before the call):
 Helpers of the checked file called from the loop are expanded where they are
 called, their parameters bound to the call's arguments (``self`` to the
 receiver), so a model is named the same way wherever it is used: the key of
-``model`` inside ``evaluate(model)`` is the caller's ``model``.  A model's key
+``model`` inside ``evaluate(model)`` is the caller's ``model``.  A helper that
+picks the switch from an argument is read with the argument's constant value:
+in ``set_mode('eval', [g, d])`` an ``if mode == 'train':`` whose test the bound
+constants decide walks only the branch taken, ``m.train(flag)`` with ``flag``
+bound to ``False`` is an ``EVAL``, and ``for m in models:`` over a literal list
+or tuple is read once per element, ``m`` bound to it.  A model's key
 is its access path (``self.model``), rooted at the scope that binds the first
 name; plain aliases (``net = model``) are followed and ``.module`` (a DDP
 wrapper's inner model) is dropped.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, NamedTuple, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
@@ -63,6 +68,8 @@ class Event(NamedTuple):
     chain: Tuple[nodes.Call, ...]
     model: Optional[ModelRef]
     grad_off: bool
+    #: ``id`` of the ``if`` statements on the way here whose branch the bound constants decided.
+    decided: FrozenSet[int] = frozenset()
 
 
 def sets_eval(call: nodes.Call) -> bool:
@@ -74,6 +81,14 @@ def sets_eval(call: nodes.Call) -> bool:
         mode = _mode_argument(call)
         return isinstance(mode, nodes.Const) and mode.value is False
     return False
+
+
+def may_set_eval(call: nodes.Call) -> bool:
+    """``sets_eval``, or ``X.train(flag)`` whose flag a helper's caller may bind to ``False``."""
+    if sets_eval(call):
+        return True
+    mode = _mode_argument(call) if infer.method_name(call) == "train" else None
+    return isinstance(mode, nodes.Name)
 
 
 def _mode_argument(call: nodes.Call) -> Optional[nodes.NodeNG]:
@@ -100,21 +115,131 @@ def _collect(
     depth: int,
     active: "frozenset[int]",
     out: List[Event],
+    decided: FrozenSet[int] = frozenset(),
 ) -> None:
     for statement in statements:
-        for call in calls_in_order(statement):
-            _classify(call, frame, chain, grad_off, out)
+        for call, call_frame, call_decided in _calls_in_frame(statement, frame, decided):
+            _classify(call, call_frame, chain, grad_off, out, call_decided)
             if depth <= 0:
                 continue
             helper = loops.local_helper(call)
             if helper is None or id(helper) in active:
                 continue
-            inner = bind(helper, call, frame)
+            inner = bind(helper, call, call_frame)
             off = grad_off or grad.grad_disabled(call) or grad.function_grad_off(helper)
-            _collect(list(helper.body), inner, chain + (call,), off, depth - 1, active | {id(helper)}, out)
+            active_here = active | {id(helper)}
+            _collect(list(helper.body), inner, chain + (call,), off, depth - 1, active_here, out, call_decided)
 
 
-def _classify(call: nodes.Call, frame: Frame, chain: Tuple[nodes.Call, ...], grad_off: bool, out: List[Event]) -> None:
+#: Most elements of a literal list or tuple a ``for`` loop is read once for.
+MAX_UNROLLED = 8
+
+_Walked = Tuple[nodes.Call, Frame, FrozenSet[int]]
+
+
+def _calls_in_frame(node: nodes.NodeNG, frame: Frame, decided: FrozenSet[int]) -> Iterator[_Walked]:
+    """``calls_in_order(node)`` read in ``frame``: an ``if`` whose test the bound constants decide
+    gives the calls of the branch taken only, and a ``for`` over a literal list or tuple gives its
+    body's calls once per element, the loop variable bound to it."""
+    if isinstance(node, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+        return
+    if isinstance(node, nodes.If):
+        for call in calls_in_order(node.test):
+            yield call, frame, decided
+        verdict = _decide(node.test, frame)
+        inner = decided if verdict is None else decided | {id(node)}
+        branches = [node.body, node.orelse] if verdict is None else [node.body if verdict else node.orelse]
+        for branch in branches:
+            for statement in branch:
+                yield from _calls_in_frame(statement, frame, inner)
+        return
+    elements = _unrolled(node, frame) if isinstance(node, nodes.For) else None
+    if elements is not None:
+        assert isinstance(node, nodes.For) and isinstance(node.target, nodes.AssignName)
+        for call in calls_in_order(node.iter):
+            yield call, frame, decided
+        for element in elements:
+            bound = Frame({**frame.env, node.target.name: element})
+            for statement in node.body:
+                yield from _calls_in_frame(statement, bound, decided)
+        for statement in node.orelse:
+            yield from _calls_in_frame(statement, frame, decided)
+        return
+    if node.is_statement and any(child.is_statement for child in node.get_children()):
+        for child in node.get_children():  # a compound statement: its headers and blocks in order
+            yield from _calls_in_frame(child, frame, decided)
+        return
+    for call in calls_in_order(node):
+        yield call, frame, decided
+
+
+def _unrolled(loop: nodes.For, frame: Frame) -> Optional[List[Tuple[nodes.NodeNG, Frame]]]:
+    """The elements (with the frame that names them) of the literal list or tuple ``loop``
+    iterates, directly or through bound names; None for any other loop."""
+    if not isinstance(loop.target, nodes.AssignName):
+        return None
+    value, where = _bound_value(loop.iter, frame)
+    if not isinstance(value, (nodes.List, nodes.Tuple)) or not 0 < len(value.elts) <= MAX_UNROLLED:
+        return None
+    if any(isinstance(e, nodes.Starred) for e in value.elts):
+        return None
+    return [(element, where) for element in value.elts]
+
+
+def _bound_value(expr: nodes.NodeNG, frame: Frame, hops: int = MAX_HOPS) -> Tuple[nodes.NodeNG, Frame]:
+    """``expr`` with the parameters bound in ``frame`` replaced by the caller's argument."""
+    while isinstance(expr, nodes.Name) and expr.name in frame.env and hops > 0:
+        expr, frame = frame.env[expr.name]
+        hops -= 1
+    return expr, frame
+
+
+def _constant(expr: nodes.NodeNG, frame: Frame) -> Tuple[bool, object]:
+    """(known, value) of a literal constant, directly or through a bound parameter."""
+    value, _ = _bound_value(expr, frame)
+    if isinstance(value, nodes.Const):
+        return True, value.value
+    return False, None
+
+
+def _decide(test: nodes.NodeNG, frame: Frame) -> Optional[bool]:
+    """The truth of an ``if`` test from constants bound in ``frame`` (``mode == 'train'``,
+    ``not train``, ``flag``), or None when it is not decided by them."""
+    if not frame.env:
+        return None  # nothing bound: no parameter's value is known
+    if isinstance(test, nodes.UnaryOp) and test.op == "not":
+        inner = _decide(test.operand, frame)
+        return None if inner is None else not inner
+    if isinstance(test, nodes.BoolOp):
+        verdicts = [_decide(v, frame) for v in test.values]
+        if test.op == "and":
+            return False if False in verdicts else (True if all(v is True for v in verdicts) else None)
+        return True if True in verdicts else (False if all(v is False for v in verdicts) else None)
+    if isinstance(test, nodes.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0]
+        known_left, left_value = _constant(test.left, frame)
+        known_right, right_value = _constant(right, frame)
+        if not (known_left and known_right):
+            return None
+        if op in ("==", "is"):
+            return left_value == right_value
+        if op in ("!=", "is not"):
+            return left_value != right_value
+        return None
+    if isinstance(test, nodes.Name) and test.name in frame.env:
+        known, value = _constant(test, frame)
+        return bool(value) if known else None
+    return None
+
+
+def _classify(
+    call: nodes.Call,
+    frame: Frame,
+    chain: Tuple[nodes.Call, ...],
+    grad_off: bool,
+    out: List[Event],
+    decided: FrozenSet[int] = frozenset(),
+) -> None:
     name = infer.method_name(call)
     func = call.func
     if name == "backward":
@@ -127,8 +252,8 @@ def _classify(call: nodes.Call, frame: Frame, chain: Tuple[nodes.Call, ...], gra
     if name in ("eval", "train") and isinstance(func, nodes.Attribute):
         if name == "eval" and (call.args or call.keywords):
             return
-        kind = EVAL if sets_eval(call) else TRAIN
-        out.append(Event(kind, call, chain, resolve(func.expr, frame), grad_off))
+        kind = EVAL if sets_eval(call) or _bound_false(call, frame) else TRAIN
+        out.append(Event(kind, call, chain, resolve(func.expr, frame), grad_off, decided))
         return
     target: Optional[nodes.NodeNG] = None
     if isinstance(func, nodes.Attribute) and func.attrname == "forward":
@@ -148,6 +273,15 @@ def _classify(call: nodes.Call, frame: Frame, chain: Tuple[nodes.Call, ...], gra
                 ref = resolve(arg, frame)
                 if ref is not None:
                     out.append(Event(FORWARD, call, chain, ref, off))
+
+
+def _bound_false(call: nodes.Call, frame: Frame) -> bool:
+    """``X.train(flag)`` with ``flag`` bound to ``False`` (or 0) by a caller: an eval switch."""
+    mode = _mode_argument(call) if infer.method_name(call) == "train" else None
+    if not isinstance(mode, nodes.Name):
+        return False
+    known, value = _constant(mode, frame)
+    return known and value is not None and not value and isinstance(value, (bool, int))
 
 
 def _opaque_loss_helper(call: nodes.Call) -> bool:
@@ -276,19 +410,44 @@ def may_be_module(event: Event) -> bool:
 def in_mode_choice(event: Event) -> bool:
     """The eval (or a helper call leading to it) sits in one branch of an ``if``/``else`` whose other
     branch calls ``train()``: ``if phase == "train": model.train() else: model.eval()`` picks the mode
-    each pass, which a static reading cannot follow."""
+    each pass, which a static reading cannot follow (unless the constants bound to a helper's
+    parameters decided that ``if``).  Two ``if`` statements testing the same name, one calling
+    ``train()`` and the other ``eval()`` (``if mode == "train": ...`` then ``if mode == "eval": ...``),
+    are the same choice."""
     for node in event.chain + (event.node,):
         child: nodes.NodeNG = node
         parent = node.parent
         while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
-            if isinstance(parent, (nodes.If, nodes.IfExp)):
+            if isinstance(parent, (nodes.If, nodes.IfExp)) and id(parent) not in event.decided:
                 branches = _branches(parent)
                 other = [b for b in branches if not any(_contains(n, child) for n in b)]
                 if len(other) < len(branches) and any(_calls_train(n) for b in other for n in b):
                     return True
+                if isinstance(parent, nodes.If) and _sibling_train_choice(parent):
+                    return True
             child = parent
             parent = parent.parent
     return False
+
+
+def _sibling_train_choice(branch: nodes.If) -> bool:
+    """Another ``if`` of the same function, outside ``branch``, tests a name ``branch`` tests and
+    calls ``train()``: the two pick the mode between them."""
+    tested = _tested_names(branch)
+    if not tested:
+        return False
+    scope = branch.scope()
+    for other in scope.nodes_of_class(nodes.If, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+        if other is branch or _contains(branch, other) or _contains(other, branch):
+            continue
+        if _tested_names(other) & tested and any(_calls_train(n) for n in other.body + other.orelse):
+            return True
+    return False
+
+
+def _tested_names(branch: nodes.If) -> Set[str]:
+    """Plain names an ``if`` test reads (``mode`` in ``mode == "train"``; not ``args`` of ``args.x``)."""
+    return {n.name for n in branch.test.nodes_of_class(nodes.Name) if not isinstance(n.parent, nodes.Attribute)}
 
 
 def _branches(node: nodes.NodeNG) -> List[List[nodes.NodeNG]]:

@@ -5,7 +5,8 @@ events (``analysis.modes``): ``X.eval()`` / ``X.train(False)``, ``X.train()``,
 forward passes ``X(...)`` with autograd on, ``backward()`` and ``.step()``; helpers of the
 file called from the loop are expanded in place with their parameters bound to
 the call's arguments, so ``evaluate(model)`` puts the caller's ``model`` in
-eval mode.  The loop repeats, so after an ``eval()`` the rule reads on to the
+eval mode, and ``set_mode('eval', [g, d])`` runs the ``eval()`` branch of its
+dispatch on ``g`` and on ``d``.  The loop repeats, so after an ``eval()`` the rule reads on to the
 end of the iteration and then from the top of the next one: a ``train()`` on
 the same model fixes it; a training step of that model first (its forward
 pass with autograd on, then ``backward()``, then an optimizer ``step()``) is the
@@ -29,7 +30,7 @@ back: in doubt, silence.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Set
+from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 
 from astroid import nodes
 
@@ -62,12 +63,18 @@ class StuckEvalMode(Rule):
         "stop adapting. The rule reads one iteration of each loop that calls backward(), helpers of the file "
         "included, and reports an eval() (or the helper call that makes it) when a training step of the same "
         "model (forward with autograd on, backward(), optimizer step) comes before any train() on it, "
-        "wrapping around to the next iteration. model.train() at the top of the epoch, in the train helper, "
-        "or right after validation all fix it; a bare self.model.train without the call does not."
+        "wrapping around to the next iteration. A helper that picks the switch from an argument "
+        "(set_mode('eval', [models]) calling m.train() or m.eval() on a string, set_train(models, False) "
+        "passing a bool to m.train()) is read with the argument's constant value, once per model of a "
+        "literal list. model.train() at the top of the epoch, in the train helper, or right after "
+        "validation all fix it; a bare self.model.train without the call does not."
     )
     leaves_alone = (
         "Frozen models (teachers, EMA copies) are left alone when their forward runs under no_grad, they are "
-        "frozen with requires_grad_(False), or the loop's optimizers provably train another model."
+        "frozen with requires_grad_(False), or the loop's optimizers provably train another model. A mode "
+        "picked per phase (an if/else, or two ifs on the same name, one calling train() and one eval()) is "
+        "left alone unless the helper's constant argument decides it. One finding per eval() call and "
+        "function: a helper called twice in the loop, or once per model of a list, is reported once."
     )
     example_bad = """
         for epoch in range(epochs):
@@ -94,6 +101,7 @@ class StuckEvalMode(Rule):
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__(ctx)
         self._reported: Set[int] = set()
+        self._switches: Set[Tuple[int, int]] = set()
         self._frozen: Optional[Set[str]] = None
 
     def visit_for(self, node: nodes.For) -> None:
@@ -107,7 +115,7 @@ class StuckEvalMode(Rule):
         names = {infer.method_name(c) for c in calls}
         if not {"backward", "step"} <= names or not ({"eval", "train"} & names):
             return  # cheap syntactic check first
-        if not any(modes.sets_eval(c) for c in calls):
+        if not any(modes.may_set_eval(c) for c in calls):
             return
         events = modes.iteration_events(loop, HELPER_DEPTH)
         for index, event in enumerate(events):
@@ -121,9 +129,11 @@ class StuckEvalMode(Rule):
             if self._not_trained(loop, event.model, events):
                 continue
             anchor = modes.report_anchor(event, step)
-            if id(anchor) in self._reported:
-                continue
+            switch_here = (id(event.node), id(anchor.scope()))
+            if id(anchor) in self._reported or switch_here in self._switches:
+                continue  # one finding per switch and function: a helper called twice, once per model of a list
             self._reported.add(id(anchor))
+            self._switches.add(switch_here)
             switch = "{}.{}".format(
                 dataflow.binding_text(event.node.func.expr),  # type: ignore[union-attr]
                 "eval()" if infer.method_name(event.node) == "eval" else "train(False)",
