@@ -7,6 +7,9 @@
 
 and the counter-evidence: a pass that uses gradients (backward, autograd.grad, requires_grad_),
 a model frozen with ``requires_grad_(False)``.  All syntactic except where noted.
+
+A forward that runs once (:func:`repeats`, :func:`dummy_input`, :func:`test_module`) is not an
+evaluation loop: TP002 asks its callers whether their function runs once too.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from astroid import nodes
 
 from . import dataflow, infer, loops
 from .models import SELF_RETURNING_METHODS as _SELF_RETURNING
+from .param_count import TENSOR_FACTORIES
 
 #: Words of a function name that make it an evaluation or inference function.
 EVAL_FUNCTION_WORDS = frozenset(
@@ -202,6 +206,68 @@ def _last_mode_call(stmt: nodes.NodeNG, wanted: str) -> Optional[Tuple[str, str]
     return result[1] if result is not None else None
 
 
+# ---------------------------------------------------------------- forwards that run once
+_COMPREHENSIONS = (nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)
+
+#: Methods that only move or cast a tensor (``torch.ones(1, 3, 8, 8).cuda()`` is still a dummy input).
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "long", "int", "bool", "contiguous"})
+
+
+def repeats(node: nodes.NodeNG) -> bool:
+    """``node`` runs more than once per call of its function: in a ``for``/``while`` body, or in a
+    comprehension (``[model(x) for x in loader]``)."""
+    if loops.enclosing_loops(node):
+        return True
+    scope = node.scope()
+    return isinstance(scope, _COMPREHENSIONS) and not _in_first_iterable(node, scope)
+
+
+def _in_first_iterable(node: nodes.NodeNG, comprehension: nodes.NodeNG) -> bool:
+    """``node`` is part of the first ``for`` clause's iterable (evaluated once, in the outer scope)."""
+    generators = getattr(comprehension, "generators", None) or []
+    return bool(generators) and (node is generators[0].iter or loops.inside(node, generators[0].iter))
+
+
+def dummy_input(call: nodes.Call) -> bool:
+    """Every argument of the forward is a tensor built in place by a factory (``torch.ones(1, 3, 64, 64)``,
+    moved or cast): a warm-up or a shape probe, not data."""
+    arguments = list(call.args) + [kw.value for kw in call.keywords or ()]
+    return bool(arguments) and all(_factory_tensor(a) for a in arguments)
+
+
+def _factory_tensor(expr: nodes.NodeNG, hops: int = 2) -> bool:
+    """A factory-built tensor, inline or through the one assignment reaching a name."""
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in _MOVES and isinstance(expr.func, nodes.Attribute):
+        expr = expr.func.expr
+    if isinstance(expr, nodes.Name) and hops > 0:
+        values = dataflow.assigned_values(expr)
+        return bool(values) and len(values) == 1 and _factory_tensor(values[0], hops - 1)  # type: ignore[index]
+    return isinstance(expr, nodes.Call) and infer.dotted_name(expr.func) in TENSOR_FACTORIES
+
+
+def enables_grad(node: nodes.NodeNG) -> bool:
+    """``node`` runs inside ``with torch.enable_grad():`` (or ``set_grad_enabled(True)``) in its
+    function: whoever runs it there wants the graph."""
+    child, parent = node, node.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
+        if isinstance(parent, nodes.With) and child in parent.body:
+            for item, _ in parent.items:
+                if isinstance(item, nodes.Call) and _turns_grad_on(item):
+                    return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _turns_grad_on(item: nodes.Call) -> bool:
+    name = infer.dotted_name(item.func)
+    if name in ("torch.enable_grad", "torch.autograd.enable_grad"):
+        return True
+    if name == "torch.set_grad_enabled":
+        flag = infer.argument(item, "mode", 0)
+        return isinstance(flag, nodes.Const) and flag.value is True
+    return False
+
+
 # ---------------------------------------------------------------- pytest functions
 #: Modules whose import makes a file a test module (its ``test_*`` functions are test cases).
 TEST_FRAMEWORKS = frozenset({"pytest", "unittest"})
@@ -216,7 +282,11 @@ def pytest_function(func: nodes.FunctionDef) -> bool:
     klass = func.parent.frame() if isinstance(func.parent, nodes.ClassDef) else None
     if klass is not None and isinstance(klass, nodes.ClassDef) and klass.name.startswith("Test"):
         return True
-    module = func.root()
+    return test_module(func.root())
+
+
+def test_module(module: nodes.Module) -> bool:
+    """A test module: named ``test_*.py``, ``*_test.py`` or ``conftest.py``, or importing pytest/unittest."""
     base = os.path.basename(getattr(module, "file", None) or "")
     if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
         return True

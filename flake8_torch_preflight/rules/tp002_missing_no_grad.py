@@ -49,6 +49,21 @@ class MissingNoGrad(Rule):
         " A method of a model class (an nn.Module or a LightningModule) that no call in the file reaches "
         "(``Model.infer()`` run from another module or by the trainer, whose caller may disable autograd) is "
         "left alone, with the methods only it calls."
+        " A forward in a closure that its factory returns or passes on (``get_model_fn(model)`` returning "
+        "``model_fn``), or in a function called only from such closures, belongs to the closure's callers: "
+        "some may need the graph (a likelihood taking autograd.grad through it), so it is never reported; "
+        "nor is a function that a caller in the file runs under torch.enable_grad()."
+        " Policy on one-off forwards: the rule reports evaluation passes that repeat. A forward that runs "
+        "once per run of the program is left alone: outside any loop or comprehension, and either at module "
+        "level, on a dummy input built in place (``model(torch.ones(1, 3, 640, 640))``, a warm-up or shape "
+        "probe), or in a function every call of which in the file runs once in turn (one full-batch "
+        "``test()`` on a graph after training). It costs one graph, freed with its output, not one per "
+        "batch. The same forward in a function the epoch loop calls, or one with no call in the "
+        "file (its callers elsewhere may run it per batch or per request), is reported."
+        " Unit tests: in a test module (``test_*.py``, ``*_test.py``, ``conftest.py``, or one importing pytest "
+        "or unittest) a forward outside any loop runs once per test and is left alone, in the test and in the "
+        "tester helpers it calls; a ``test_*`` name is no evaluation evidence; a loop over batches after "
+        "eval() in a test is still an evaluation loop and is reported."
     )
     example_bad = (
         "import torch.nn as nn\n"
@@ -122,6 +137,12 @@ class MissingNoGrad(Rule):
             return  # requires_grad_(False) on the model: no graph is recorded
         if evaluation.frozen_model(model, p.reaching_defs):
             return  # built frozen (PEFT adapter loaded for inference, merged, inference_mode=True)
+        if func is not None and _handed_out(p, func, _CALLER_DEPTH):
+            return  # a closure returned or passed on: whoever calls it chooses the grad mode
+        if func is not None and _callers_want_graph(p, func, _CALLER_DEPTH):
+            return  # a caller runs it under enable_grad(): it wants the graph
+        if _runs_once(p, node, func, _CALLER_DEPTH):
+            return  # a one-off forward (a final test, a warm-up, a unit test): not an evaluation loop
         self._found.append((node, func, why))
 
     def leave_module(self, node: nodes.Module) -> None:
@@ -200,6 +221,73 @@ class MissingNoGrad(Rule):
             cached = any(evaluation.uses_gradients(c) for c in calls)
             self._gradient_units[id(unit)] = cached
         return cached
+
+
+#: Levels of callers read to tell who runs a function (a closure handed out, a one-off call).
+_CALLER_DEPTH = 3
+
+
+def _callers_want_graph(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
+    """A call of ``func`` in the file runs under ``enable_grad()`` (``depth`` levels of callers up):
+    the caller wants the graph (a likelihood or saliency map taking gradients through it)."""
+    for site in p.call_sites(func):
+        if evaluation.enables_grad(site):
+            return True
+        caller = loops.enclosing_function(site)
+        if caller is None or caller is func:
+            continue
+        if depth > 1 and _callers_want_graph(p, caller, depth - 1):
+            return True
+    return False
+
+
+def _handed_out(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
+    """``func`` is a closure its defining function returns or passes on (``get_model_fn(model)``
+    returns ``model_fn``), or every call of it is made from such a closure: its callers, and the
+    grad mode they run it in, are elsewhere."""
+    outer = func.parent.scope() if func.parent is not None else None
+    if isinstance(outer, nodes.FunctionDef) and not func.is_method() and _escapes(func, outer):
+        return True
+    if depth <= 1:
+        return False
+    callers = _callers(p, func)
+    return bool(callers) and all(_handed_out(p, c, depth - 1) for c in callers)  # type: ignore[union-attr]
+
+
+def _escapes(func: nodes.FunctionDef, outer: nodes.FunctionDef) -> bool:
+    """``func``'s name is used in ``outer`` other than as a callee: returned, stored or passed on."""
+    for name in outer.nodes_of_class(nodes.Name):
+        if name.name != func.name or name.scope() is func:
+            continue
+        if isinstance(name.parent, nodes.Call) and name.parent.func is name:
+            continue
+        return True
+    return False
+
+
+def _runs_once(p: "provenance.Provenance", call: nodes.Call, func: Optional[nodes.FunctionDef], depth: int) -> bool:
+    """The forward runs once per run of the program: outside any loop, in module code, a test, a
+    warm-up on a dummy input, or a function every call of which in the file runs once."""
+    if evaluation.repeats(call):
+        return False
+    if func is None or evaluation.dummy_input(call):
+        return True
+    return _function_runs_once(p, func, depth)
+
+
+def _function_runs_once(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
+    if evaluation.test_module(func.root()):
+        return True  # a test case or its helper: the runner calls it once per test
+    sites = p.call_sites(func)
+    if not sites or depth <= 0:
+        return False  # called from elsewhere (another module, a framework): maybe per epoch
+    for site in sites:
+        if evaluation.repeats(site):
+            return False
+        caller = loops.enclosing_function(site)
+        if caller is func or (caller is not None and not _function_runs_once(p, caller, depth - 1)):
+            return False
+    return True
 
 
 def _backpropagated(p: provenance.Provenance, call: nodes.Call) -> bool:
