@@ -23,6 +23,17 @@ TO_DEVICE_METHODS = frozenset({"to", "cuda"})
 #: Host factories whose result differs on every call (new random values): not loop-invariant.
 RANDOM_FACTORIES = frozenset({"torch.rand", "torch.randn", "torch.randint", "torch.randperm"})
 
+#: Host factories whose values follow from their shape (and fill) arguments: built on the device
+#: with ``device=`` whatever those arguments are, so a shape read from the batch does not matter.
+SHAPE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.eye", "torch.arange",
+                             "torch.linspace"})
+
+#: What the message says happens to the value, and the fix, by case.
+RESENT = "is re-sent to the device each iteration unchanged"
+BUILT = "is built on the host and copied each {}"
+MOVE = "move it before the loop"
+BUILD_THERE = "pass {}"
+
 #: ``nn.Module`` methods that return the module itself, looked through when matching receivers.
 SELF_RETURNING_METHODS = frozenset({"eval", "train", "requires_grad_", "float", "half", "double", "bfloat16"})
 
@@ -31,15 +42,22 @@ SELF_RETURNING_METHODS = frozenset({"eval", "train", "requires_grad_", "float", 
 class RedundantTransfer(Rule):
     code, slug = "TP011", "redundant-transfer"
     requires = text_gate(r"\.(to|cuda)\s*\(")  # no transfer without one
-    message = "{what} is re-sent to the device each iteration unchanged ({cost}); move it before the loop"
+    message = "{what} {how} ({cost}); {fix}"
     quoted = ("what",)
     rationale = (
         "A tensor that does not change between iterations (a name the loop never rebinds or modifies in "
         "place, class weights, a torch.tensor([...]) of constants) only needs to reach the GPU once. Calling "
         ".to(device) or .cuda() on it inside the batch loop makes a fresh host-to-device copy every step, "
         "which waits on pageable host memory and competes with the batch itself; doing it to the model walks "
-        "every parameter and buffer on every step. The rule looks at batch loops (loops that call backward() "
-        "or a resolved optimizer.step(), or iterate a DataLoader)."
+        "every parameter and buffer on every step. A blocking copy (no non_blocking=True) also makes the host "
+        "wait until the GPU has run everything queued before it (PyTorch's copy_kernel_cuda in "
+        "aten/src/ATen/native/cuda/Copy.cu ends it with cudaStreamSynchronize), so the CPU can no longer run "
+        "ahead of the GPU. The rule looks at batch loops (loops that call backward() "
+        "or a resolved optimizer.step(), or iterate a DataLoader) and at a module's forward(), which runs once "
+        "per step. A torch.zeros/ones/full/arange(...) built on the host and then sent (.to(device), .cuda(), "
+        ".type_as(x)) in either place is reported even when its shape is read from the batch: the shape changes "
+        "nothing about the fix, which is to build it on the device (torch.zeros(..., device=x.device), "
+        "x.new_zeros(...)) instead of allocating on the host and copying every step."
     )
     leaves_alone = (
         "Per-batch data, downloads (.cpu(), .to('cpu')), tensors created on the device, casts "
@@ -83,30 +101,48 @@ class RedundantTransfer(Rule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        if infer.method_name(node) not in TO_DEVICE_METHODS:
+        method = infer.method_name(node)
+        if method not in TO_DEVICE_METHODS and method != "type_as":
             return  # cheap syntactic check first
         loop = loops.innermost(node)
-        if loop is None:
+        forward = _module_forward(node) if loop is None else None
+        if loop is None and forward is None:
             return
-        target = device.transfer_target(node)
+        target = _destination(node)
         if target is None or target == "host":
             return
         if target == "device" and not device.uses_cuda(node.root()):
             return  # an unresolved device in a file with no accelerator evidence may be the CPU
+        receiver = node.func.expr
+        if loop is None:
+            built = _shape_factory(receiver)
+            if built is not None:
+                self.report(node, what=built, how=BUILT.format("forward"), cost=_cost(node, _TENSOR_COST),
+                            fix=BUILD_THERE.format(_on_device(node)))
+            return
         if training_step.under_periodic_branch(node, loop):
             return  # ``if step % 500 == 0:`` / ``if epoch == 0:`` does not run every iteration
-        receiver = node.func.expr
-        what = _invariant_value(receiver, loop)
-        if what is None:
+        if method == "type_as":
+            what = None
+        else:
+            what = _invariant_value(receiver, loop)
+        built = _shape_factory(receiver) if what is None else None
+        if what is None and built is None:
             return
         if not _is_batch_loop(loop):
             return
+        if built is not None:
+            self.report(node, what=built, how=BUILT.format("iteration"), cost=_cost(node, _TENSOR_COST),
+                        fix=BUILD_THERE.format(_on_device(node)))
+            return
+        assert what is not None
         if what[1] != _MODULE_COST and _rebinds_its_receiver(node):
             return  # ``x = x.to(device)``: from the second iteration on, x is there and .to() copies nothing
-        self.report(node, what=what[0], cost=what[1])
+        self.report(node, what=what[0], how=RESENT, cost=_cost(node, what[1]), fix=MOVE)
 
 
-_TENSOR_COST = "a copy per step"
+_TENSOR_COST = "a sync per step"  # a blocking host-to-device copy ends in cudaStreamSynchronize
+_ASYNC_COST = "a copy per step"  # ``non_blocking=True``: the copy is queued, the host does not wait
 _MODULE_COST = "a parameter walk per step"
 _UNKNOWN_COST = "a copy or walk per step"
 
@@ -167,6 +203,57 @@ def _constant_factory(expr: nodes.Call, loop: "loops.Loop") -> Optional["tuple[s
             if invariance.rebound_in(loop, name_node):
                 return None
     return "constant {}(...)".format(expr.func.as_string()), _TENSOR_COST
+
+
+def _cost(transfer: nodes.Call, cost: str) -> str:
+    """A tensor's copy waits for the GPU's queue unless the transfer is ``non_blocking=True``."""
+    blocking = infer.argument(transfer, "non_blocking")
+    if cost == _TENSOR_COST and isinstance(blocking, nodes.Const) and blocking.value is True:
+        return _ASYNC_COST
+    return cost
+
+
+def _destination(call: nodes.Call) -> Optional[str]:
+    """Where a transfer sends its receiver (``device.transfer_target``); ``.type_as(x)`` sends it to
+    ``x``'s device, a device wherever the file uses one."""
+    if infer.method_name(call) == "type_as":
+        return "device" if call.args else None
+    return device.transfer_target(call)
+
+
+def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
+    """``torch.zeros(...)`` (and the other ``SHAPE_FACTORIES``) built on the host: how the message
+    names it, else None."""
+    if not isinstance(expr, nodes.Call):
+        return None
+    name = infer.callee_qname(expr)
+    if name not in SHAPE_FACTORIES:
+        return None
+    if any(kw.arg == "device" or kw.arg is None for kw in expr.keywords or ()):
+        return None  # created on the device already (or unknown keywords)
+    if device.context_device(expr) in ("accelerator", "device"):
+        return None
+    if any(isinstance(a, nodes.Const) and a.value == 0 for a in expr.args[:1]) and name != "torch.arange":
+        return None  # ``torch.empty(0)``: nothing to copy, no copy made
+    return "{}(...)".format(expr.func.as_string())
+
+
+def _on_device(transfer: nodes.Call) -> str:
+    """The fix's keyword: ``device=<where the transfer sends it>``."""
+    if infer.method_name(transfer) == "cuda":
+        return "device='cuda'"
+    if infer.method_name(transfer) == "type_as":
+        return "device={}.device".format(transfer.args[0].as_string())
+    dest = infer.argument(transfer, "device", 0)
+    return "device={}".format(dest.as_string() if dest is not None else "...")
+
+
+def _module_forward(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
+    """The ``forward`` method of an ``nn.Module`` class that ``node`` runs in (once per step)."""
+    func = loops.enclosing_function(node)
+    if func is None or func.name != "forward" or not isinstance(func.parent, nodes.ClassDef):
+        return None
+    return func if infer.class_is_subclass_of(func.parent, MODULE_BASES) else None
 
 
 def _rebinds_its_receiver(transfer: nodes.Call) -> bool:
