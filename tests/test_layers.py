@@ -111,3 +111,43 @@ def test_each_shared_name_set_is_defined_once() -> None:
         seen[values] = where
     holders = {where for values, where in seen.items() if "enumerate" in values and "tqdm" in values}
     assert holders == {NAME + ".analysis.loops.ITERATION_WRAPPERS"}
+
+
+#: The analysis in layers.  ``semantic``: questions about Python code with no torch knowledge (a call's
+#: argument, a binding, a constant's value, the enclosing loop or function, per-file memos, the budget);
+#: ``setup``: building one astroid tree per file against the torch stubs; ``torch``: what the code means
+#: for a training run (kind of a value, the step, accumulation, devices, seeds, data, frameworks).
+ANALYSIS_LAYERS: Dict[str, Set[str]] = {
+    "semantic": {"memo", "dataflow", "infer", "static_values", "loops", "invariance", "walker", "work", "depth",
+                 "notes", "lookups"},
+    "setup": {"brain", "build"},
+}
+
+
+def _analysis_module(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "analysis" else ""
+
+
+def _analysis_layer(name: str) -> str:
+    for layer, members in ANALYSIS_LAYERS.items():
+        if name in members:
+            return layer
+    return "torch"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _analysis_layer(_analysis_module(m)) == "semantic"
+                                          and _analysis_module(m)))
+def test_the_semantic_layer_knows_no_torch(module: str) -> None:
+    """Semantic modules import only semantic modules and the tree setup, never the torch layer."""
+    wrong = sorted(
+        name for name in _imports(MODULES[module])
+        if _analysis_module(name) and _analysis_layer(_analysis_module(name)) == "torch"
+    )
+    assert not wrong, "{} imports {}".format(module, wrong)
+
+
+def test_every_layer_member_exists() -> None:
+    present = {_analysis_module(m) for m in MODULES if _analysis_module(m)}
+    listed = set().union(*ANALYSIS_LAYERS.values())
+    assert listed <= present, sorted(listed - present)
