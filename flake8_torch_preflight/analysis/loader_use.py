@@ -102,17 +102,26 @@ def _flow(
     expr: nodes.NodeNG,
     depth: int,
     uses: Uses,
-    seen: Set[int],
+    seen: Set[Tuple[int, Optional[str]]],
     via: Tuple[nodes.Call, ...],
     deep: bool = False,
+    key: Optional[str] = None,
 ) -> None:
-    if id(expr) in seen or depth < 0:
+    """Follow ``expr`` to its uses; with ``key``, ``expr`` is a dict that holds the value under that
+    constant key (``{"train": loader}``): it is followed as a whole until read as ``expr[key]``."""
+    if (id(expr), key) in seen or depth < 0:
         return
-    seen.add(id(expr))
+    seen.add((id(expr), key))
     child = expr
     parent = expr.parent
+    if key is not None and isinstance(parent, nodes.Subscript) and parent.value is expr:
+        if isinstance(parent.slice, nodes.Const) and parent.slice.value == key:
+            _flow(parent, depth, uses, seen, via, deep)
+        return
     # Climb through call arguments (wrappers) while looking for a ``for`` header.
     while parent is not None:
+        if key is not None and not isinstance(parent, (nodes.Keyword, nodes.Call)):
+            break  # the dict itself is not iterated, prepared or sampled: only passed on
         if isinstance(parent, (nodes.For, nodes.Comprehension)) and child is parent.iter:
             if isinstance(parent, nodes.For):
                 _classify(parent, uses, via)
@@ -130,6 +139,10 @@ def _flow(
             return
         if isinstance(parent, nodes.Call) and child is not parent.func:
             name = infer.call_name(parent)
+            if key is not None and not (
+                loops.local_helper(parent) or launched_receiver_method(parent) or (deep and _constructor(parent))
+            ):
+                return  # a dict handed to a call the file does not define: not followed
             meaning = frameworks.call_meaning(parent) if name in PREPARE_CALLS else None
             if meaning is not None and meaning.reshards_loaders:
                 uses.prepared = True
@@ -155,14 +168,14 @@ def _flow(
                 param = _parameter_for(parent, child, helper)
                 if param is not None:
                     for use in _name_uses(param):
-                        _flow(use, depth - 1, uses, seen, via + (parent,), deep)
+                        _flow(use, depth - 1, uses, seen, via + (parent,), deep, key)
                 return
             init = _constructor(parent) if deep else None
             if init is not None:  # Trainer(model, loader): into __init__ (self.loader = loader)
                 param = _parameter_for(parent, child, init, skip_self=True)
                 if param is not None:
                     for use in _name_uses(param):
-                        _flow(use, depth - 1, uses, seen, via + (parent,), deep)
+                        _flow(use, depth - 1, uses, seen, via + (parent,), deep, key)
                 return
             if name not in loops.ITERATION_WRAPPERS:
                 if deep and _hands_optimizer(parent):
@@ -171,6 +184,13 @@ def _flow(
             child, parent = parent, parent.parent  # a wrapper: enumerate(loader), tqdm(loader)
             continue
         break
+    if key is None and child is expr and isinstance(parent, nodes.Dict):
+        for k, v in parent.items:  # ``{"train": loader}``: follow the dict to its reads of that key
+            if v is child and isinstance(k, nodes.Const) and isinstance(k.value, str):
+                _flow(parent, depth - 1, uses, seen, via, deep, k.value)
+        return
+    if key is not None and (child is not expr or isinstance(parent, nodes.Tuple)):
+        return
     if deep and child is expr and isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Return):
         func = parent.scope()  # ``return train_dl, val_dl``: follow the unpacked position at each call site
         if isinstance(func, nodes.FunctionDef):
@@ -191,12 +211,12 @@ def _flow(
         return
     if isinstance(parent, nodes.Assign) and child is parent.value:
         for target in parent.targets:
-            _flow_into_target(target, depth - 1, uses, seen, via, deep)
+            _flow_into_target(target, depth - 1, uses, seen, via, deep, key)
     elif isinstance(parent, nodes.Return):
         func = parent.scope()
         if isinstance(func, nodes.FunctionDef):
             for site in loops.call_sites(func):
-                _flow(site, depth - 1, uses, seen, via, deep)
+                _flow(site, depth - 1, uses, seen, via, deep, key)
 
 
 def model_texts(module: nodes.Module) -> Set[str]:
@@ -357,17 +377,26 @@ def _launch_arguments(launch: nodes.Call) -> Optional[List[nodes.NodeNG]]:
 
 
 def _flow_into_target(
-    target: nodes.NodeNG, depth: int, uses: Uses, seen: Set[int], via: Tuple[nodes.Call, ...], deep: bool = True
+    target: nodes.NodeNG,
+    depth: int,
+    uses: Uses,
+    seen: Set[Tuple[int, Optional[str]]],
+    via: Tuple[nodes.Call, ...],
+    deep: bool = True,
+    key: Optional[str] = None,
 ) -> None:
-    """Follow a value into the name or ``self.attr`` it is assigned to."""
+    """Follow a value (or, with ``key``, a dict holding it under that key) into the name or
+    ``self.attr`` it is assigned to."""
     if isinstance(target, nodes.AssignName):
-        uses.bindings.append(target)
+        if key is None:
+            uses.bindings.append(target)
         for use in _name_uses(target):
-            _flow(use, depth, uses, seen, via, deep)
+            _flow(use, depth, uses, seen, via, deep, key)
     elif isinstance(target, nodes.AssignAttr) and dataflow.binding_text(target.expr) == "self":
-        uses.bindings.append(target)
+        if key is None:
+            uses.bindings.append(target)
         for use in _self_attr_uses(target):
-            _flow(use, depth, uses, seen, via, deep)
+            _flow(use, depth, uses, seen, via, deep, key)
 
 
 def _unpacked_targets(call: nodes.Call, index: int, count: int) -> List[nodes.NodeNG]:
@@ -614,10 +643,37 @@ def bound_among(expr: nodes.NodeNG, targets: List[nodes.Call]) -> Optional[bool]
     ``sampler = DistributedSampler(ds) if distributed else None``, aside); None when not bound to calls."""
     if not isinstance(expr, (nodes.Name, nodes.Attribute)):
         return None
-    values = [v for v in dataflow.assigned_values(expr) or () if not infer.is_none(v)]
+    values = [v for v in _assigned_values(expr) or () if not infer.is_none(v)]
     if not values or not all(isinstance(v, nodes.Call) for v in values):
         return None
     return any(v is t for v in values for t in targets)
+
+
+def _assigned_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
+    """``dataflow.assigned_values``, also through one position of a tuple assignment of a name
+    (``train_sampler, dev_sampler = None, None`` before the branch that builds the samplers)."""
+    values = dataflow.assigned_values(expr)
+    if values is not None or not isinstance(expr, nodes.Name):
+        return values
+    try:
+        _, bindings = expr.lookup(expr.name)
+    except (AstroidError, RecursionError):
+        return None
+    found: List[nodes.NodeNG] = []
+    for binding in bindings:
+        value: Optional[nodes.NodeNG] = None
+        parent = binding.parent
+        if isinstance(parent, nodes.Assign) and binding in parent.targets:
+            value = parent.value
+        elif isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+            source = parent.parent.value
+            if parent in parent.parent.targets and isinstance(source, nodes.Tuple):
+                if len(source.elts) == len(parent.elts) and not any(isinstance(e, nodes.Starred) for e in parent.elts):
+                    value = source.elts[parent.elts.index(binding)]
+        if value is None:
+            return None
+        found.append(value)
+    return found
 
 
 def set_before_epoch_loop(setter: nodes.Call, epoch_loops: List["loops.Loop"]) -> bool:

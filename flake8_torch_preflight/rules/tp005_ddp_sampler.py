@@ -52,7 +52,7 @@ LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_
 @register
 class DdpSampler(Rule):
     code, slug = "TP005", "ddp-sampler"
-    requires = text_gate("|".join(DISTRIBUTED_MARKERS))  # no distributed run named: nothing to check
+    requires = text_gate("|".join(DISTRIBUTED_MARKERS + ("DistributedSampler",)))  # no distributed run named
     message = "{name} {problem}: {cost}; {fix}"
     quoted = ("name",)
     rationale = (
@@ -66,7 +66,9 @@ class DdpSampler(Rule):
     leaves_alone = (
         "The rule only fires in files that wrap a model in DDP/FSDP or initialise a process group, and only "
         "for loaders that a training loop (one that runs backward) iterates; Accelerate's prepare(), "
-        "Lightning, IterableDatasets and rank-0-only loaders are left alone."
+        "Lightning, IterableDatasets and rank-0-only loaders are left alone. Where the process group is set "
+        "up elsewhere (an imported init_dist()), a DistributedSampler the file builds is still checked for "
+        "set_epoch (unless num_replicas=1), but loaders without one are not judged."
     )
     example_bad = (
         "import torch\n"
@@ -130,8 +132,7 @@ class DdpSampler(Rule):
 
     def leave_module(self, node: nodes.Module) -> None:
         names = _distributed_names(node)
-        if not any(infer.call_name(c) in names and _starts_distributed(c) for c in self._calls):
-            return
+        started = any(infer.call_name(c) in names and _starts_distributed(c) for c in self._calls)
         for call in self._calls:
             target = infer.safe_infer(call.func)
             if isinstance(target, nodes.ClassDef):
@@ -139,6 +140,14 @@ class DdpSampler(Rule):
                     self._loaders.append(call)
                 elif infer.class_is_subclass_of(target, loader_use.DISTRIBUTED_SAMPLERS):
                     self._samplers.append(call)
+        if not started:
+            # The run is set up elsewhere (an imported ``init_dist()``): a DistributedSampler the
+            # file builds is the evidence of a distributed run, enough to ask for its set_epoch.
+            # Whether the other loaders should shard is unknown without the launch: left alone.
+            for sampler in self._samplers:
+                if not _single_replica(sampler):
+                    self._check_sampler(sampler)
+            return
         for loader in self._loaders:
             self._check_loader(loader)
         for sampler in self._samplers:
@@ -251,6 +260,12 @@ def _starts_distributed(call: nodes.Call) -> bool:
     if isinstance(target, nodes.ClassDef):
         return target.qname() in DATA_PARALLEL_WRAPPERS
     return isinstance(target, nodes.FunctionDef) and target.qname() in DISTRIBUTED_FUNCTIONS
+
+
+def _single_replica(sampler: nodes.Call) -> bool:
+    """``DistributedSampler(ds, num_replicas=1, rank=0)``: one process, a sampler used for its split."""
+    replicas = infer.argument(sampler, "num_replicas", 1)
+    return replicas is not None and infer.const_values(replicas) == [1]
 
 
 def _framework(call: nodes.Call) -> bool:
