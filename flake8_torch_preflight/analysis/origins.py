@@ -48,7 +48,9 @@ MODULE_SELF_METHODS = frozenset(
 
 
 #: Tensor methods that change shape or dtype only: their result is what the receiver was.
-SHAPE_METHODS = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "float", "double", "contiguous"})
+SHAPE_METHODS = frozenset(
+    {"squeeze", "unsqueeze", "view", "reshape", "resize", "flatten", "float", "double", "contiguous"}
+)
 
 
 class Origin(NamedTuple):

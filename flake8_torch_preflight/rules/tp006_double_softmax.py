@@ -28,8 +28,9 @@ EXP_FUNCTIONS = frozenset({"torch.exp", "torch.Tensor.exp"})
 #: Tensor methods recognised by name when the receiver cannot be inferred.
 TENSOR_METHODS = frozenset({"softmax", "log_softmax"})
 
-#: How deep value origins are followed (assignments, forward() returns).
-MAX_DEPTH = 4
+#: How deep value origins are followed (assignments, shape-only methods, forward() returns): a
+#: reshape of a name bound to the model's output, whose forward returns a name bound to a softmax.
+MAX_DEPTH = 6
 
 #: Keywords under which a trainer object takes the loss it applies to its module's output.
 CRITERION_KEYWORDS = frozenset({"criterion", "loss_fn", "loss_function"})
