@@ -59,7 +59,10 @@ class GraphRetention(Rule):
         "(leaves, no operation's graph); for a value written into a tensor under no_grad or inference_mode "
         "(the copy records no graph); and for retention that a later backward() needs: micro-batch losses "
         "summed and backpropagated, and loops that run no backward() themselves and hand their result to a "
-        "caller (a model's forward, a chunked loss, a pipeline schedule)."
+        "caller (a model's forward, a chunked loss, a pipeline schedule). An autoregressive loop with no "
+        "backward() whose stored output is computed from a state the previous step made (a decoder's hidden "
+        "state) is not reported: that chain keeps every step's graph anyway, and the defect is the missing "
+        "no_grad. A method no tensor has (loss.get_loss() on a project's loss object) returns an unknown value."
     )
     example_bad = (
         "import torch\n"
@@ -200,6 +203,8 @@ class GraphRetention(Rule):
         if not per_iteration:
             if _escapes(p, scope, holders, root, defs):
                 return  # handed to the caller, who may backpropagate it (a forward, a chunked loss)
+            if _chained_by_recurrence(p, loop, stored, holders):
+                return  # generation: each step's graph is kept by the state handed to the next step
             if _may_backpropagate(p, loop, stored):
                 return
             case = _OOM
@@ -295,6 +300,51 @@ def _escapes(p: Provenance, scope: nodes.NodeNG, holders: FrozenSet[int], root: 
         if d.scope is not scope or isinstance(d.node.parent, nodes.Arguments):
             return True  # a global or a parameter: the caller owns it
     return any(not e.prov.stopped and p.depends_on(e.prov, holders) for e in p.escapes_in(scope))
+
+
+def _chained_by_recurrence(p: Provenance, loop: "loops.Loop", stored: Prov, holders: FrozenSet[int]) -> bool:
+    """The stored value is computed by a statement of the loop that reads a graph-carrying binding
+    the previous iteration made (a decoder's hidden state, the last frame): every step's graph is
+    chained into the next one's, so the recurrence keeps it whatever the container holds, and
+    ``.detach()`` on the stored value frees nothing (``no_grad`` around the loop would)."""
+    made_from = p.graph_defs(stored) | set(stored.deps)
+    for name in loop.nodes_of_class(nodes.Name):
+        reaching = p.reaching_defs(name)
+        if not reaching or not p.carries_graph(name):
+            continue
+        statement = name.statement()
+        if not isinstance(statement, (nodes.Assign, nodes.AnnAssign, nodes.AugAssign)):
+            continue  # a loop header or a condition: what it binds is not computed from the read
+        if not _graph_flows_up(p, name, statement):
+            continue  # ``state.detach()``: the chain is cut at every step
+        if not any(
+            id(d) not in holders and d.prov.graph and loops.inside(d.node, loop) and _not_before(d.node, statement)
+            for d in reaching
+        ):
+            continue
+        for target in statement.nodes_of_class(nodes.AssignName):
+            made = p.def_of(target)
+            if made is not None and made.prov.graph and id(made) in made_from and id(made) not in holders:
+                return True
+    return False
+
+
+def _graph_flows_up(p: Provenance, name: nodes.Name, statement: nodes.NodeNG) -> bool:
+    """Every analysed expression between ``name`` and its statement still carries a graph."""
+    node = name.parent
+    while node is not None and node is not statement:
+        value = p.value(node)
+        if value is not None and not value.graph:
+            return False
+        node = node.parent
+    return node is statement
+
+
+def _not_before(binding: nodes.NodeNG, statement: nodes.NodeNG) -> bool:
+    """``binding`` is made by ``statement`` itself or by a later statement: the value read there
+    comes from the previous iteration."""
+    made_by = binding.statement()
+    return made_by is statement or (made_by.fromlineno or 0) > (statement.fromlineno or 0)
 
 
 def _may_backpropagate(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:

@@ -55,7 +55,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, TypeVar
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 
-from .. import dataflow, grad, gradients, infer, models, notes
+from .. import brain, dataflow, grad, gradients, infer, models, notes
 from ..torch_names import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 from .callers import CallSites
 from .lattice import (
@@ -840,6 +840,11 @@ class _Runner:
                 return receiver  # a container of parameters: its entries are the same leaves
             if method in INPLACE_METHODS:
                 self.mutate(func.expr, derived(everything), env)
+            if receiver.sources and receiver.sources <= self.p._confirmed_defs and method not in _tensor_attributes():
+                # Grad-bearing only because backward() is called on it, yet it has a method no tensor
+                # has (seq2seq's ``loss.get_loss()``): a loss object with its own backward(), whose
+                # other methods return what they return.
+                return Prov(deps=everything.deps)
             if receiver.sources or receiver.maybe or method in TENSOR_ARG_METHODS:
                 return self.gate(derived(everything), call, env)
             if receiver.stopped and all(a.stopped for a in args):
@@ -997,6 +1002,18 @@ def _env_key(node: nodes.NodeNG) -> Optional[str]:
     if dataflow.is_self_attr(node):
         return "self." + str(node.attrname)
     return None
+
+
+_TENSOR_ATTRIBUTES: Dict[str, FrozenSet[str]] = {}
+
+
+def _tensor_attributes() -> FrozenSet[str]:
+    """Names of the methods and attributes of the stub ``torch.Tensor``."""
+    if "names" not in _TENSOR_ATTRIBUTES:
+        stub = brain.stub_module("torch")
+        klass = stub.locals.get("Tensor", [None])[0] if stub is not None else None
+        _TENSOR_ATTRIBUTES["names"] = frozenset(klass.locals) if isinstance(klass, nodes.ClassDef) else frozenset()
+    return _TENSOR_ATTRIBUTES["names"]
 
 
 def _receiver_roots(target: nodes.NodeNG) -> List[nodes.NodeNG]:
