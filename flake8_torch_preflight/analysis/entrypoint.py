@@ -9,9 +9,11 @@ function a forking process launcher runs (``Process(target=main)``) expanded at 
 launch.  A function started in fresh interpreters (``mp.spawn(main, ...)``, the
 ``spawn`` and ``forkserver`` start methods) shares nothing with the parent, the seeds
 of its random generators included: it is a run of its own (``spawned_runs``).
-A module that only defines functions and classes makes no module-level call:
-it is not a run; nor is a library module of the project whose ``__main__`` block
-trains on made-up tensors (``library_self_test``).
+A run trains (``trains``) when it reaches a backward or a framework's fit;
+``updates_parameters`` tells a backward whose gradients change weights from one
+that only checks or times them.  A module that only defines functions and
+classes makes no module-level call: it is not a run; nor is a library module of
+the project whose ``__main__`` block trains on made-up tensors (``library_self_test``).
 """
 from __future__ import annotations
 
@@ -252,13 +254,52 @@ def constructed_local_class(call: nodes.Call) -> Optional[nodes.ClassDef]:
 def trains(calls: List[nodes.Call]) -> bool:
     """The run reaches a training step: ``loss.backward()``, ``trainer.fit(...)``, or ``trainer.train()``
     on something that is not a module (``model.train()`` only switches a module's mode)."""
+    return any(infer.method_name(call) in TRAINING_METHODS for call in calls) or _fits(calls)
+
+
+def _fits(calls: List[nodes.Call]) -> bool:
     for call in calls:
-        if infer.method_name(call) in TRAINING_METHODS or infer.call_name(call) in TRAINING_CALLS:
+        if infer.call_name(call) in TRAINING_CALLS:
             return True
         if infer.method_name(call) == "train" and not call.args and not call.keywords:
             if not infer.is_instance_of(call.func.expr, MODULE_BASES):  # type: ignore[union-attr]
                 return True
     return False
+
+
+#: Prefix of the optimizers torch defines: building one shows the run means to step it.
+OPTIMIZER_PREFIX = "torch.optim."
+
+
+def updates_parameters(calls: List[nodes.Call]) -> bool:
+    """The run changes parameters: a framework fits (``trains``), or it calls a ``step``
+    (``optimizer.step()``, ``scaler.step(opt)``, ``engine.step()``, ``xm.optimizer_step(opt)``), builds
+    a torch optimizer, or, in a function it runs, writes a gradient into a tensor in place
+    (``p -= lr * p.grad``, ``p.data.add_(p.grad, alpha=-lr)``, ``p.data = p.data - lr * p.grad``).
+    Generous: any doubt counts as an update."""
+    if _fits(calls):
+        return True
+    scopes: Dict[int, nodes.NodeNG] = {}
+    for call in calls:
+        name = infer.call_name(call) or ""
+        if "step" in name.lower():
+            return True
+        if (infer.dotted_name(call.func) or "").startswith(OPTIMIZER_PREFIX):
+            return True  # through the file's imports: ``optim.Adam`` after ``import torch.optim as optim``
+        if name.endswith("_") and any(_reads_grad(arg) for arg in call.args):
+            return True
+        scopes.setdefault(id(call.scope()), call.scope())
+    for scope in scopes.values():
+        for node in scope.nodes_of_class((nodes.AugAssign, nodes.Assign)):
+            if isinstance(node, nodes.Assign) and not any(isinstance(t, nodes.AssignAttr) for t in node.targets):
+                continue  # a plain name bound to a value computed from a gradient (a norm for a log)
+            if _reads_grad(node.value):
+                return True
+    return False
+
+
+def _reads_grad(node: nodes.NodeNG) -> bool:
+    return any(attribute.attrname == "grad" for attribute in node.nodes_of_class(nodes.Attribute))
 
 
 #: Libraries whose functions and classes read data: files, datasets, environments (resolved through the imports).

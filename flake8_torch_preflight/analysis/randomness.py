@@ -8,16 +8,20 @@ TP009):
   samplers, ``DataLoader(shuffle=True)``, building a layer whose weights
   are randomly initialised, and building a class of another readable module
   of the project whose ``__init__`` draws; not when it is built on the meta device or under
-  ``init_module(empty_init=True)``, ``device.built_empty``; building a random
+  ``init_module(empty_init=True)``, ``device.built_empty``, nor when the module is only bound
+  to a name whose every use reads its ``parameters()`` (``parameters_only``); building a random
   torchvision transform, which draws each time it is applied), NumPy's global one (``np.random.*``), the
   ``random`` module's, or a separate generator built without a seed
   (``np.random.default_rng()``, ``random.Random()``).  A draw given
   ``generator=`` uses its own generator and is not counted, nor is one whose
   value only picks a port or names an address, a path or a run (``names_only``);
 * ``SEED`` of some generators: ``torch.manual_seed``, ``np.random.seed``,
-  ``random.seed`` with a seed argument (a bare ``seed()`` reseeds from the
-  OS), a function of another readable module that calls them, and, for code
-  that is never read, the name-based fallback below;
+  ``random.seed`` with a seed argument, a function of another readable module
+  that calls them, and, for code that is never read, the name-based fallback below;
+* ``RESEED``: the same seeders with no seed (``random.seed()``, ``seed(None)``,
+  ``torch.seed()``: from the OS) or a seed from the clock or the OS's entropy
+  (``CLOCK_SOURCES``: ``int(time.time() * 1000) + idx``, followed through the
+  names it reads): a generator deliberately left to differ on every launch;
 * ``INTENT``: ``torch.cuda.manual_seed*``, which seeds only the CUDA
   generators (not the CPU one that initialises weights).
 
@@ -32,14 +36,18 @@ it trusts names): a library or unreadable function whose name contains
 ``Trainer`` (it seeds in its constructor), are taken to seed every generator,
 so that doubt means silence.  Functions of the checked file return None here:
 the caller expands them and classifies their own calls.
+
+``data_path(calls)`` lists what a run's data path draws and seeds: code that
+runs when the data is read rather than where the run calls it.
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set
+from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Sequence, Set
 
 from astroid import nodes
+from astroid.exceptions import AstroidError
 
-from . import brain, dataflow, device, entrypoint, frameworks, infer, memo
+from . import brain, dataflow, device, entrypoint, frameworks, gradients, infer, memo
 from .torch_names import MODULE_BASES
 
 #: The process-wide generators a seed can reach.
@@ -180,15 +188,28 @@ TEXT_BUILTINS = frozenset({"str", "repr", "hex", "oct", "format"})
 _CLASSIFIED_ROOTS = frozenset({"torch", "numpy", "random"})
 
 #: Kinds of effect.
-SEED, INTENT, DRAW = "seed", "intent", "draw"
+SEED, INTENT, DRAW, RESEED = "seed", "intent", "draw", "reseed"
+
+#: Where a seed that differs on every launch comes from: the clock and the OS's entropy.
+CLOCK_SOURCES = frozenset(
+    {
+        "time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
+        "time.monotonic_ns", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
+        "os.urandom", "os.getrandom", "uuid.uuid4", "secrets.randbits", "secrets.randbelow", "secrets.token_bytes",
+        "secrets.token_hex",
+    }
+)
+#: Seeders that reseed torch's generator from the OS without being given a seed.
+TORCH_RESEEDERS = frozenset({"torch.seed"})
 
 
 class Effect(NamedTuple):
     """What a call does to the run's random state."""
 
-    kind: str  # SEED, INTENT (a CUDA-only seed) or DRAW
+    kind: str  # SEED, INTENT (a CUDA-only seed), DRAW, or RESEED (from the clock or the OS: deliberately unseeded)
     generators: FrozenSet[str]
     label: str = ""
+    weights: bool = False  # a draw that initialises a module's weights
 
 
 def _seed(*generators: str) -> Effect:
@@ -215,10 +236,11 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
     if name is None:
         return _unresolved(call) if qname is None else _local(call, qname, depth)
     label = _label(call)
-    if name in TORCH_SEEDERS or name in NUMPY_SEEDERS or name in RANDOM_SEEDERS:
-        if not _has_seed_argument(call):
-            return None  # a bare seed() reseeds from the OS
-        return _seed(TORCH if name in TORCH_SEEDERS else NUMPY if name in NUMPY_SEEDERS else RANDOM)
+    if name in TORCH_SEEDERS or name in NUMPY_SEEDERS or name in RANDOM_SEEDERS or name in TORCH_RESEEDERS:
+        generator = NUMPY if name in NUMPY_SEEDERS else RANDOM if name in RANDOM_SEEDERS else TORCH
+        if not _has_seed_argument(call) or name in TORCH_RESEEDERS or _clock_seed(call):
+            return Effect(RESEED, frozenset({generator}), label)  # a bare seed() reseeds from the OS
+        return _seed(generator)
     if name in TORCH_CUDA_SEEDERS:
         return Effect(INTENT, frozenset())
     if _passes_generator(call):
@@ -232,7 +254,9 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
     if name in RANDOM_INIT_LAYERS:
         if device.built_empty(call):
             return None  # on the meta device / empty_init: the weights are never initialised
-        return _draw(TORCH, "{} (weight init)".format(label))
+        if parameters_only(call):
+            return None  # a placeholder that only lends its parameters to an optimizer
+        return Effect(DRAW, frozenset({TORCH}), "{} (weight init)".format(label), True)
     if name == "torch.utils.data.DataLoader" and _keyword_is_true(call, "shuffle"):
         return _draw(TORCH, "{}(shuffle=True)".format(call.func.as_string()))
     if name == "torch.utils.data.DataLoader":
@@ -343,6 +367,8 @@ def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
     seeded: Set[str] = set()
     for inner in infer.iter_calls(func):
         found = effect(inner, depth - 1)
+        if found is not None and found.kind == RESEED:
+            return Effect(RESEED, found.generators, _label(call))
         if found is not None and found.kind == SEED:
             seeded |= found.generators
     return _seed(*seeded) if seeded else None
@@ -485,8 +511,8 @@ def _project_constructor_draws(call: nodes.Call, depth: int) -> Optional[Effect]
     klass = infer.safe_infer(call.func)
     if not isinstance(klass, nodes.ClassDef) or klass.root() is call.root():
         return None
-    if device.built_empty(call):
-        return None  # built on the meta device / under empty_init: its weights are never initialised
+    if device.built_empty(call) or parameters_only(call):
+        return None  # built on the meta device / under empty_init, or never applied: its weights reach nothing
     if str(klass.root().name).split(".")[0] in _CLASSIFIED_ROOTS:
         return None  # torch (stubs), numpy, random: classified by name above
     init = klass.locals.get("__init__")
@@ -495,8 +521,9 @@ def _project_constructor_draws(call: nodes.Call, depth: int) -> Optional[Effect]
     for inner in infer.iter_calls(init[0]):
         found = effect(inner, depth - 1)
         if found is not None and found.kind == DRAW and TORCH in found.generators:
-            what = "weight init" if infer.class_is_subclass_of(klass, MODULE_BASES) else "constructor"
-            return _draw(TORCH, "{} ({})".format(_label(call), what))
+            weights = infer.class_is_subclass_of(klass, MODULE_BASES)
+            label = "{} ({})".format(_label(call), "weight init" if weights else "constructor")
+            return Effect(DRAW, frozenset({TORCH}), label, weights)
     return None
 
 
@@ -504,6 +531,8 @@ def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:
     """Name-based fallback for functions that are not read: one named ``*seed*``, or handed a seed
     (``seed=...``, ``setup(args.seed)``), is taken to seed every generator."""
     if "seed" in last.lower() or any("seed" in (kw.arg or "").lower() for kw in call.keywords or ()):
+        if _clock_seed(call):
+            return Effect(RESEED, ALL_GENERATORS, _label(call))  # ``seed_everything(int(time.time()))``
         return _seed(*ALL_GENERATORS)
     values = list(call.args) + [kw.value for kw in call.keywords or ()]
     for value in values:
@@ -558,3 +587,123 @@ def _keyword_is_true(call: nodes.Call, name: str) -> bool:
 
 def _label(call: nodes.Call) -> str:
     return "{}({})".format(call.func.as_string(), "..." if call.args or call.keywords else "")
+
+
+def _clock_seed(call: nodes.Call) -> bool:
+    """The seed ``call`` is handed comes from the clock or the OS (``int(time.time() * 1000) + idx``,
+    ``time.time_ns()``, ``datetime.now()``, ``os.urandom(4)``), written there or bound to a name (or
+    ``self`` attribute) it reads; the seed of a run that is meant to differ on every launch."""
+    values = list(call.args) + [kw.value for kw in call.keywords or ()]
+    return any(_from_clock(value, 2) for value in values)
+
+
+def _from_clock(node: nodes.NodeNG, depth: int) -> bool:
+    for sub in node.nodes_of_class((nodes.Call, nodes.Name, nodes.Attribute)):
+        if isinstance(sub, nodes.Call):
+            if isinstance(sub.func, (nodes.Name, nodes.Attribute)) and infer.dotted_name(sub.func) in CLOCK_SOURCES:
+                return True
+            continue
+        if depth <= 0 or isinstance(sub.parent, nodes.Attribute):
+            continue  # ``time`` of ``time.time``, ``self`` of ``self.seed``: read as a whole
+        if isinstance(sub.parent, nodes.Call) and sub.parent.func is sub:
+            continue  # the function a call invokes, checked above
+        values = dataflow.assigned_values(sub)
+        if values and any(_from_clock(value, depth - 1) for value in values):
+            return True
+    return False
+
+
+def parameters_only(call: nodes.Call) -> bool:
+    """The module ``call`` builds is bound to one name whose every use reads its parameters
+    (``dummy = nn.Linear(1, 1)`` only to give an optimizer and an LR scheduler something to step for a
+    plot): it is never applied, so its random weights reach nothing."""
+    parent = call.parent
+    if not isinstance(parent, nodes.Assign) or len(parent.targets) != 1:
+        return False
+    target = parent.targets[0]
+    if not isinstance(target, nodes.AssignName):
+        return False
+    uses = _uses(target)
+    return bool(uses) and all(
+        isinstance(use.parent, nodes.Attribute)
+        and use.parent.attrname in gradients.PARAMETER_METHODS
+        and isinstance(use.parent.parent, nodes.Call)
+        and use.parent.parent.func is use.parent
+        for use in uses
+    )
+
+
+#: Methods a dataset, sampler or augmentation of the project runs for each item, batch or epoch.
+ITEM_METHODS = ("__getitem__", "__iter__", "__next__", "__call__")
+#: Keywords of a loader whose function runs in each worker or on each batch.
+LOADER_FUNCTIONS = frozenset({"worker_init_fn", "collate_fn"})
+#: How deep the project functions and methods a data-path function calls are read.
+DATA_PATH_DEPTH = 2
+
+
+class DataEffect(NamedTuple):
+    """An effect of the run's data path, and the run's call that builds its class or hands over its function."""
+
+    anchor: nodes.Call
+    effect: Effect
+
+
+def data_path(calls: Sequence[nodes.Call]) -> List[DataEffect]:
+    """What the run's data path draws and seeds: the per-item methods (``ITEM_METHODS``) of the
+    project's classes the run builds that are not modules (datasets, samplers, augmentations, of this
+    file or another module), and the functions it hands a loader (``LOADER_FUNCTIONS``), with the
+    project functions and methods they call (``DATA_PATH_DEPTH``).  They run when the data is read
+    (in loader workers, whose ``random`` and NumPy generators torch seeds), not where the run calls them."""
+    found: List[DataEffect] = []
+    seen: Set[int] = set()
+    for call in calls:
+        for func in _data_functions(call):
+            if id(func) not in seen:
+                seen.add(id(func))
+                found.extend(DataEffect(call, e) for e in _function_effects(func, DATA_PATH_DEPTH, seen))
+    return found
+
+
+def _data_functions(call: nodes.Call) -> List[nodes.FunctionDef]:
+    functions: List[nodes.FunctionDef] = []
+    for keyword in call.keywords or ():
+        if keyword.arg in LOADER_FUNCTIONS:
+            func = infer.function_def(keyword.value)
+            if func is not None and _of_project(func, call):
+                functions.append(func)
+    if not (infer.call_name(call) or "")[:1].isupper():
+        return functions  # classes are named in CamelCase: the rest is not a class built
+    klass = infer.safe_infer(call.func)
+    if not isinstance(klass, nodes.ClassDef) or not _of_project(klass, call):
+        return functions
+    if infer.class_is_subclass_of(klass, MODULE_BASES):
+        return functions  # a layer: its forward is the model's, not the data's
+    for name in ITEM_METHODS:
+        try:
+            methods = klass.getattr(name)
+        except (AstroidError, RecursionError):
+            continue
+        method = methods[0] if methods else None
+        if isinstance(method, nodes.FunctionDef) and _of_project(method, call):
+            functions.append(method)
+    return functions
+
+
+def _function_effects(func: nodes.FunctionDef, depth: int, seen: Set[int]) -> Iterator[Effect]:
+    for inner in infer.iter_calls(func):
+        found = effect(inner, 1)
+        if found is not None:
+            yield found
+            continue
+        if depth <= 0 or not isinstance(inner.func, (nodes.Name, nodes.Attribute)):
+            continue
+        callee = infer.function_def(inner.func)
+        if callee is not None and id(callee) not in seen and _of_project(callee, inner):
+            seen.add(id(callee))
+            yield from _function_effects(callee, depth - 1, seen)
+
+
+def _of_project(node: nodes.NodeNG, call: nodes.Call) -> bool:
+    """``node`` is defined in the file of ``call`` or in another module of the project (not torch, not a library)."""
+    root = node.root()
+    return root is call.root() or brain.project_module(str(root.name))

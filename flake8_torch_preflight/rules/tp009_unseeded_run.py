@@ -4,8 +4,10 @@ The run is what the file executes: its module-level statements and
 ``if __name__ == "__main__":`` block, with the file's functions, methods and
 class constructors they call expanded (``analysis.entrypoint``).  A file is a
 run only when that code reaches a training step (``backward()``, ``fit()``,
-``trainer.train()``): modules that only define functions, and inference or
-conversion scripts, are silent; so is a library module of the project whose
+``trainer.train()``): modules that only define functions, inference or
+conversion scripts, and a backward that updates nothing (no optimizer, no
+``step``, no in-place update from ``.grad``) in a run that builds no module with
+random weights (an op's gradient check on ``torch.randn`` input) are silent; so is a library module of the project whose
 ``__main__`` block trains on made-up tensors (``entrypoint.library_self_test``).
 
 A function started in fresh interpreters (``torch.multiprocessing.spawn``, a
@@ -21,15 +23,23 @@ with its data and its documented name-based fallback for seeding helpers that
 are never read (``seed_everything``, ``transformers.set_seed``, a call handed
 ``args.seed``).  A ``set_seed`` of the file counts for exactly the seeders it
 calls; ``torch.cuda.manual_seed*`` alone shows intent but leaves the CPU
-generator that initialises weights unseeded.
+generator that initialises weights unseeded.  The run's data path
+(``randomness.data_path``: the per-item methods of the datasets, samplers and
+augmentations of the project it builds, the loader's ``worker_init_fn`` and
+``collate_fn``) is read too.  A run that reseeds a generator from the clock or
+the OS (``random.seed(int(time.time() * 1000) + idx)`` per item, a bare
+``np.random.seed()``) is meant to differ on every launch: silent.
 
 Where it reports: one finding for the global generators (torch, NumPy,
 ``random``) the run draws from and never seeds, at the first such draw in
-execution order, naming the others; and one at the first ``default_rng()`` or
-``random.Random()`` built without a seed (each is its own generator).
-Whether the seed comes before the draw is not checked.  The message says
-whether the run seeds nothing at all or only some generators (the intent is
-visible: a stronger signal).  In a spawned function whose parent seeds the
+execution order, naming the others, those drawn where the file has no line
+included (project modules the run calls into; its data path, when torch is
+unseeded: loader workers seed ``random`` and NumPy from torch); and one at the
+first ``default_rng()`` or ``random.Random()`` built without a seed (each is
+its own generator).  A run whose only draws have no line in the file is not
+reported.  Whether the seed comes before the draw is not checked.  The message
+says whether the run seeds nothing at all or only some generators (the intent
+is visible: a stronger signal).  In a spawned function whose parent seeds the
 generator, it says that the seed belongs there.
 """
 from __future__ import annotations
@@ -40,7 +50,9 @@ from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 from astroid import nodes
 
 from ..analysis import entrypoint
-from ..analysis.randomness import INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, SEED, TORCH, effect
+from ..analysis.randomness import (
+    DRAW, INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, RESEED, SEED, TORCH, DataEffect, data_path, effect
+)
 from ._base import MAX_MESSAGE, Rule, fit_message, register, text_gate
 
 _GENERATOR_NAMES = {
@@ -70,7 +82,8 @@ class UnseededRun(Rule):
         "so a regression cannot be told from noise; one that seeds only some of them (torch but not "
         "np.random) is the same bug with the intent visible. The rule reads the run the file executes "
         "(module-level code and the __main__ block, through the file's functions and class constructors) and "
-        "reports, once per generator, the first draw from a generator that nothing seeds. Seeding helpers "
+        "reports the first draw from a generator that nothing seeds, naming the other unseeded generators the "
+        "run draws from (its datasets' per-item augmentation included). Seeding helpers "
         "count: seed_everything, transformers.set_seed, accelerate's set_seed, and a set_seed of the file for "
         "the seeders it calls. A function started by torch.multiprocessing.spawn (or a 'spawn' context) runs in a "
         "fresh interpreter that inherits none of the parent's generator state: a seed set in the parent before "
@@ -83,7 +96,11 @@ class UnseededRun(Rule):
         " is not a training draw. A module other modules of the project import, whose ``__main__`` block only"
         " trains on made-up tensors (no dataset, loader, environment or file), is a library's smoke test."
         " Processes started with fork (``multiprocessing.Process`` in the default context) inherit the"
-        " parent's seed."
+        " parent's seed. A run that reseeds a generator from the clock or the OS"
+        " (``random.seed(int(time.time() * 1000) + idx)`` in a dataset's ``__getitem__``, a bare ``np.random.seed()``)"
+        " is meant to differ on every launch. A backward that nothing steps, in a run that builds no layer"
+        " (an extension's gradient check on ``torch.randn``), is not training, and a module only built to lend its"
+        " ``parameters()`` to an optimizer (an LR-schedule plot) draws nothing that matters."
     )
     example_bad = """
         import numpy as np
@@ -92,8 +109,10 @@ class UnseededRun(Rule):
         if __name__ == "__main__":
             torch.manual_seed(0)
             model = torch.nn.Linear(10, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             noise = np.random.normal(size=(64, 10))
             model(torch.as_tensor(noise, dtype=torch.float32)).sum().backward()
+            optimizer.step()
     """
     example_good = """
         import numpy as np
@@ -103,8 +122,10 @@ class UnseededRun(Rule):
             torch.manual_seed(0)
             np.random.seed(0)
             model = torch.nn.Linear(10, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             noise = np.random.normal(size=(64, 10))
             model(torch.as_tensor(noise, dtype=torch.float32)).sum().backward()
+            optimizer.step()
     """
 
     def visit_module(self, node: nodes.Module) -> None:
@@ -114,13 +135,20 @@ class UnseededRun(Rule):
             return  # ``# torch.manual_seed(1)  # reproducible``: leaving the run unseeded is a stated choice
         calls = entrypoint.run_calls(node)
         workers = entrypoint.spawned_runs(node, calls)
-        if not entrypoint.trains(calls + [call for worker in workers for call in worker.calls]):
+        everything = calls + [call for worker in workers for call in worker.calls]
+        if not entrypoint.trains(everything):
             return
-        parent = _RandomState(node, calls)
-        findings = parent.findings()
+        parent = _RandomState(node, calls, data_path(calls))
+        states = [parent]
         for worker in workers:  # fresh interpreters: their own seeds count, not the parent's
             if entrypoint.trains(worker.calls):
-                findings += _RandomState(node, worker.calls, worker.function.name, parent.seeded).findings()
+                states.append(_RandomState(node, worker.calls, data_path(worker.calls), worker.function.name,
+                                           parent.seeded))
+        if any(state.reseeded for state in states):
+            return  # ``random.seed(int(time.time() * 1000) + idx)`` per item: every run differs by design
+        if not entrypoint.updates_parameters(everything) and not any(state.weights for state in states):
+            return  # a backward that changes nothing, through no module's weights: a gradient check on random input
+        findings = [finding for state in states for finding in state.findings()]
         if findings and entrypoint.library_self_test(node, calls):
             return  # a module the project imports, whose __main__ block trains on made-up tensors
         reported: Set[Tuple[int, str]] = set()
@@ -132,20 +160,25 @@ class UnseededRun(Rule):
 
 class _RandomState:
     """What one process's run draws and seeds: the parent's, or that of a function it spawns
-    (``worker`` its name, ``inherited`` the generators the parent seeds, which do not reach it)."""
+    (``worker`` its name, ``inherited`` the generators the parent seeds, which do not reach it).
+    ``data`` is what its data path draws and seeds (``randomness.data_path``)."""
 
     def __init__(
         self,
         module: nodes.Module,
         calls: Sequence[nodes.Call],
+        data: Sequence[DataEffect] = (),
         worker: str = "",
         inherited: FrozenSet[str] = frozenset(),
     ) -> None:
         self.calls = list(calls)
         self.worker, self.inherited = worker, inherited
-        self.intent = False
+        self.intent = self.reseeded = self.weights = False
         seeded: Set[str] = set()
         self.draws: Dict[str, Tuple[nodes.Call, str]] = {}
+        #: Global generators drawn where the finding has no line: project modules the run calls into,
+        #: and its data path (named in the message, never reported alone).
+        self.unseen: Set[str] = set()
         for call in self.calls:
             found = effect(call)
             if found is None:
@@ -155,10 +188,32 @@ class _RandomState:
                 self.intent = True
             elif found.kind == INTENT:
                 self.intent = True
-            elif call.root() is module:  # a draw inside another module of the project has no line in this file
+            elif found.kind == RESEED:
+                self.reseeded = True
+            elif call.root() is module:
+                self.weights = self.weights or found.weights
                 for generator in found.generators:
                     self.draws.setdefault(generator, (call, found.label))
+            else:  # a draw inside another module of the project has no line in this file
+                self.weights = self.weights or found.weights
+                self.unseen |= found.generators
         self.seeded = frozenset(seeded)
+        self._read_data_path(data)
+
+    def _read_data_path(self, data: Sequence[DataEffect]) -> None:
+        """Loader workers seed ``random`` and NumPy from torch's generator: the data path's draws
+        are unseeded when torch is (and the data path does not seed them itself)."""
+        drawn: Set[str] = set()
+        seeded: Set[str] = set()
+        for item in data:
+            if item.effect.kind == RESEED:
+                self.reseeded = True
+            elif item.effect.kind == SEED:
+                seeded |= item.effect.generators
+            elif item.effect.kind == DRAW:
+                drawn |= item.effect.generators
+        if TORCH not in self.seeded:
+            self.unseen |= drawn - seeded
 
     def findings(self) -> List[Tuple[nodes.Call, str, Dict[str, str]]]:
         """(draw, generator, message fields) for each finding of the run."""
@@ -167,7 +222,8 @@ class _RandomState:
         shared = [g for g in unseeded if g in _SEEDERS]  # the global generators: one root cause, one finding
         if shared:
             first = min(shared, key=lambda g: self.calls.index(self.draws[g][0]))
-            others = [g for g in shared if g != first]
+            unseen = sorted(g for g in self.unseen & set(_SEEDERS) if g not in self.seeded and g not in shared)
+            others = [g for g in shared if g != first] + unseen
             found.append(self._finding(first, self._wording(first, others)))
         for generator in unseeded:
             if generator not in _SEEDERS:  # a generator built without a seed: its own cause
@@ -206,13 +262,17 @@ _DEFINITIONS = (nodes.FunctionDef, nodes.ClassDef, nodes.Import, nodes.ImportFro
 
 def _wording(generator: str, seeded: Set[str], intent: bool, others: Sequence[str] = ()) -> Dict[str, str]:
     """``others``: further global generators the run draws from and never seeds, named in the same
-    finding (their seeders join the fix)."""
+    finding (their seeders join the fix, or the fix says to seed them all when the list would not fit)."""
     if generator in (NUMPY_RNG, RANDOM_INSTANCE):
         return {"state": "built without a seed", "fix": "pass it a seed"}
     also = " (nor {})".format(", ".join(_GENERATOR_NAMES[g] for g in others)) if others else ""
     fix = "add " + (", ".join(_SEEDERS[g].replace("(seed)", "") for g in (generator, *others)) if others
                     else _SEEDERS[generator])
     if not intent:
-        return {"state": "never seeded" + also, "fix": fix}
-    done = " and ".join(sorted(_GENERATOR_NAMES[g] for g in seeded)) or "CUDA"
-    return {"state": "unseeded unlike {}{}".format(done, also), "fix": fix}
+        wording = {"state": "never seeded" + also, "fix": fix}
+    else:
+        done = " and ".join(sorted(_GENERATOR_NAMES[g] for g in seeded)) or "CUDA"
+        wording = {"state": "unseeded unlike {}{}".format(done, also), "fix": fix}
+    if others and not _fits(wording, generator):
+        wording["fix"] = "seed {}".format("all three" if len(others) == 2 else "both")
+    return wording
