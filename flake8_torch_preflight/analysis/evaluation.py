@@ -10,6 +10,11 @@ a model frozen with ``requires_grad_(False)``.  All syntactic except where noted
 
 A forward that runs once (:func:`repeats`, :func:`dummy_input`, :func:`test_module`) is not an
 evaluation loop: TP002 asks its callers whether their function runs once too.
+
+A forward under another name is a method of the project's model class that runs its submodules
+(:func:`model_method`).  A pass function shared by training and validation is an evaluation for
+a call whose constant arguments skip all its gradient use, after an eval() switch
+(:func:`eval_pass_call`).
 """
 from __future__ import annotations
 
@@ -18,8 +23,10 @@ import re
 from typing import Callable, FrozenSet, List, Optional, Set, Tuple
 
 from astroid import nodes
+from astroid.bases import BoundMethod, Instance, UnboundMethod
+from astroid.exceptions import AstroidError
 
-from . import dataflow, infer, loops
+from . import brain, dataflow, grad, infer, loops, models, modes, param_count
 from .models import SELF_RETURNING_METHODS as _SELF_RETURNING
 from .param_count import TENSOR_FACTORIES
 
@@ -157,6 +164,85 @@ def model_expression(call: nodes.Call) -> nodes.NodeNG:
     return func
 
 
+def model_method(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The method of an ``nn.Module`` class of the project that ``call`` runs, when that method runs
+    the model's submodules: ``model.predict(u, items)``, ``model.incremental_forward(x)`` (a forward
+    pass under another name).  None for ``forward`` itself, mode switches, dunders, a method that
+    runs no submodule (``model.init_hidden(n)``) and any method that inference does not resolve."""
+    func = call.func
+    if not isinstance(func, nodes.Attribute) or func.attrname == "forward" or func.attrname.startswith("__"):
+        return None
+    if func.attrname in NOT_FORWARD_METHODS:
+        return None
+    method = infer.function_def(func) or _method_of_argument(func)
+    if method is None or not method.is_method():
+        return None
+    klass = method.parent.frame()
+    if not isinstance(klass, nodes.ClassDef) or not param_count.is_module_class(klass):
+        return None
+    root = method.root()
+    if root is not call.root() and not brain.project_module(str(root.name)):
+        return None  # a library's method (``generate`` of a pretrained model): not read here
+    return method if _runs_submodules(method, 2) else None
+
+
+def _method_of_argument(func: nodes.Attribute) -> Optional[nodes.FunctionDef]:
+    """For ``model.predict`` on a parameter ``model``: the method that every in-file call site's
+    argument resolves to (``evaluate(model, users)`` with ``model = Rec()`` there, or a parameter
+    of the caller bound the same way one level up), or None."""
+    classes = _argument_classes(func.expr, 2)
+    if not classes or len({c.qname() for c in classes}) != 1:
+        return None
+    try:
+        candidates = classes[0].getattr(func.attrname)
+    except (AstroidError, RecursionError):
+        return None
+    return candidates[0] if candidates and isinstance(candidates[0], nodes.FunctionDef) else None
+
+
+def _argument_classes(expr: nodes.NodeNG, depth: int) -> Optional[List[nodes.ClassDef]]:
+    """The classes of the instances every in-file call site passes for the parameter ``expr``."""
+    if not isinstance(expr, nodes.Name) or depth <= 0:
+        return None
+    arguments = infer.parameter_arguments(expr)
+    if not arguments:
+        return None
+    classes: List[nodes.ClassDef] = []
+    for argument in arguments:
+        value = infer.safe_infer(argument)
+        if isinstance(value, Instance) and not isinstance(value, (BoundMethod, UnboundMethod)):
+            if not isinstance(value._proxied, nodes.ClassDef):
+                return None
+            classes.append(value._proxied)
+            continue
+        inner = _argument_classes(argument, depth - 1)
+        if not inner:
+            return None
+        classes.extend(inner)
+    return classes
+
+
+def _runs_submodules(method: nodes.FunctionDef, depth: int) -> bool:
+    """``method`` calls ``self(...)``, ``self.forward(...)``, a submodule with parameters
+    (``self.decoder(...)``), or a method of its own that does (``depth`` levels), with autograd on
+    there (not under its own ``no_grad``)."""
+    for call in method.nodes_of_class(nodes.Call):
+        func = call.func
+        if grad.grad_disabled(call):
+            continue
+        if isinstance(func, nodes.Name) and func.name == "self":
+            return True
+        if not (isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Name) and func.expr.name == "self"):
+            continue
+        if func.attrname == "forward" or models.kind(func) == models.MODEL:
+            return True
+        if depth > 1 and func.attrname not in NOT_FORWARD_METHODS:
+            inner = infer.function_def(func)
+            if inner is not None and inner is not method and inner.is_method() and _runs_submodules(inner, depth - 1):
+                return True
+    return False
+
+
 def unwrap(expr: nodes.NodeNG) -> nodes.NodeNG:
     """``model`` for ``model.module`` (a wrapper's inner model)."""
     while isinstance(expr, nodes.Attribute) and expr.attrname == "module":
@@ -167,7 +253,11 @@ def unwrap(expr: nodes.NodeNG) -> nodes.NodeNG:
 def mode_before(call: nodes.Call, model: nodes.NodeNG, scope: nodes.NodeNG) -> Optional[Tuple[str, str]]:
     """(``"eval"``/``"train"``, receiver text) of the last ``<model>.eval()``/``.train()`` before
     ``call`` in its function (a call on ``model`` also switches ``model.head``)."""
-    wanted = dataflow.binding_text(unwrap(model))
+    return mode_before_text(call, dataflow.binding_text(unwrap(model)), scope)
+
+
+def mode_before_text(call: nodes.Call, wanted: str, scope: nodes.NodeNG) -> Optional[Tuple[str, str]]:
+    """:func:`mode_before` for a model named by its text (``wanted``) in ``call``'s function."""
     child: nodes.NodeNG = call
     parent = call.parent
     while parent is not None:
@@ -186,6 +276,58 @@ def mode_before(call: nodes.Call, model: nodes.NodeNG, scope: nodes.NodeNG) -> O
         child = parent
         parent = parent.parent
     return None
+
+
+# ---------------------------------------------------------------- a shared train/eval pass
+def eval_pass_call(forward: nodes.Call, func: nodes.FunctionDef, model: nodes.NodeNG) -> Optional[nodes.Call]:
+    """A call in the file of ``func``, a train/eval pass shared by both phases (it takes gradients
+    under a condition on its parameters: ``if is_train: loss.backward()``), that runs it as an
+    evaluation: with that call's constant arguments (and the defaults it leaves) every gradient use
+    of ``func`` is skipped and ``forward`` still runs, and ``model`` is in eval mode there (switched
+    in ``func`` on the flag before ``forward``, or by the caller before the call).  None otherwise."""
+    if not any(uses_gradients(c) for c in loops.calls_in(list(func.body))):
+        return None  # not a shared pass: the ordinary evidence decides
+    for site in loops.call_sites(func):
+        if grad.grad_disabled(site) or not (repeats(forward) or repeats(site)):
+            continue
+        reached = modes.calls_when_called(func, site)
+        if not any(c is forward for c, _ in reached) or _takes_gradients(reached):
+            continue
+        frame = next(f for c, f in reached if c is forward)
+        wanted = modes.caller_text(unwrap(model), frame)
+        if wanted is None:
+            continue
+        if _switched_before(forward, reached, wanted):
+            return site
+        caller = loops.enclosing_function(site) or site.root()
+        mode = mode_before_text(site, wanted, caller)
+        if mode is not None and mode[0] == "eval":
+            return site
+    return None
+
+
+def _takes_gradients(reached: "List[Tuple[nodes.Call, modes.Frame]]") -> bool:
+    """A reached call uses gradients, itself or in a helper of the file it calls."""
+    for call, _ in reached:
+        if uses_gradients(call):
+            return True
+        helper = loops.local_helper(call)
+        if helper is not None and any(uses_gradients(c) for c in loops.calls_in(list(helper.body))):
+            return True
+    return False
+
+
+def _switched_before(forward: nodes.Call, reached: "List[Tuple[nodes.Call, modes.Frame]]", wanted: str) -> bool:
+    """An eval switch on ``wanted`` (or a module holding it) among the calls reached before ``forward``."""
+    for call, frame in reached:
+        if call is forward:
+            return False
+        if not (isinstance(call.func, nodes.Attribute) and modes.switches_to_eval(call, frame)):
+            continue
+        receiver = modes.caller_text(unwrap(call.func.expr), frame)
+        if receiver is not None and (wanted == receiver or wanted.startswith(receiver + ".")):
+            return True
+    return False
 
 
 def _last_mode_call(stmt: nodes.NodeNG, wanted: str) -> Optional[Tuple[str, str]]:

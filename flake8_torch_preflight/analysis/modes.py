@@ -21,10 +21,15 @@ picks the switch from an argument is read with the argument's constant value:
 in ``set_mode('eval', [g, d])`` an ``if mode == 'train':`` whose test the bound
 constants decide walks only the branch taken, ``m.train(flag)`` with ``flag``
 bound to ``False`` is an ``EVAL``, and ``for m in models:`` over a literal list
-or tuple is read once per element, ``m`` bound to it.  A model's key
+or tuple is read once per element, ``m`` bound to it.  A parameter the call
+leaves at a constant default (``opt=None``) is bound to that default.  A model's key
 is its access path (``self.model``), rooted at the scope that binds the first
-name; plain aliases (``net = model``) are followed and ``.module`` (a DDP
-wrapper's inner model) is dropped.
+name; plain aliases (``net = model``) are followed, also through a re-binding
+to a wrapper of the same name (``model = DataParallel(model)``), and ``.module``
+(a DDP wrapper's inner model) is dropped.
+
+``calls_when_called`` gives TP002 the calls of a shared train/eval pass that a
+call with constant arguments runs (the same reading of decided ``if`` tests).
 """
 from __future__ import annotations
 
@@ -171,6 +176,39 @@ def _calls_in_frame(node: nodes.NodeNG, frame: Frame, decided: FrozenSet[int]) -
         return
     for call in calls_in_order(node):
         yield call, frame, decided
+
+
+def calls_when_called(helper: nodes.FunctionDef, call: nodes.Call) -> List[Tuple[nodes.Call, Frame]]:
+    """The calls of ``helper``'s body (not entering nested defs or other helpers), in order, that
+    can run when ``call`` calls it: an ``if`` that ``call``'s constant arguments or the defaults it
+    leaves decide gives only the branch taken (``run_epoch(model, val_b, cross_valid=True)`` skips
+    ``if not cross_valid: loss.backward()``).  Each call comes with the frame binding the helper's
+    parameters to ``call``'s arguments."""
+    frame = bind(helper, call, ROOT)
+    return [(c, f) for statement in helper.body for c, f, _ in _calls_in_frame(statement, frame, frozenset())]
+
+
+def switches_to_eval(call: nodes.Call, frame: Frame) -> bool:
+    """``X.eval()``, ``X.train(False)``, or ``X.train(flag)`` with ``flag`` bound to ``False``."""
+    return sets_eval(call) or _bound_false(call, frame)
+
+
+def caller_text(expr: nodes.NodeNG, frame: Frame) -> Optional[str]:
+    """``expr`` (a name or attribute path in a helper) as the caller writes it: ``self.model`` in
+    ``run_epoch(self, ...)`` called as ``self._run(...)`` is the caller's ``self.model``; None for
+    any other expression."""
+    if isinstance(expr, nodes.Name):
+        bound = frame.env.get(expr.name)
+        if bound is None:
+            return expr.name
+        value, outer = bound
+        return caller_text(value, outer) if isinstance(value, (nodes.Name, nodes.Attribute)) else None
+    if isinstance(expr, nodes.Attribute):
+        base = caller_text(expr.expr, frame)
+        if base is None:
+            return None
+        return base if expr.attrname == "module" else base + "." + expr.attrname
+    return None
 
 
 def _unrolled(loop: nodes.For, frame: Frame) -> Optional[List[Tuple[nodes.NodeNG, Frame]]]:
@@ -334,7 +372,26 @@ def bind(helper: nodes.FunctionDef, call: nodes.Call, frame: Frame) -> Frame:
     for kw in call.keywords or ():
         if kw.arg in names:
             env[kw.arg] = (kw.value, frame)
+    if any(isinstance(a, nodes.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords or ()):
+        return Frame(env)  # ``*args`` / ``**kwargs``: the parameters left may be passed there
+    for param, default in _constant_defaults(helper):
+        if param not in env and _bound_once(helper, param):
+            env[param] = (default, ROOT)  # ``run_epoch(model, val_b)`` with ``opt=None`` not passed
     return Frame(env)
+
+
+def _constant_defaults(helper: nodes.FunctionDef) -> List[Tuple[str, nodes.Const]]:
+    """(parameter, default) of the parameters whose default is a literal constant."""
+    arguments = helper.args
+    positional = (arguments.posonlyargs or []) + (arguments.args or [])
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults or []):], arguments.defaults or []))
+    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs or [], arguments.kw_defaults or []) if d is not None]
+    return [(a.name, d) for a, d in pairs if isinstance(d, nodes.Const)]
+
+
+def _bound_once(helper: nodes.FunctionDef, param: str) -> bool:
+    """``param`` is bound only as the parameter in ``helper`` (never re-assigned in its body)."""
+    return len(helper.locals.get(param, ())) == 1
 
 
 def resolve(expr: nodes.NodeNG, frame: Frame, hops: int = MAX_HOPS) -> Optional[ModelRef]:
@@ -362,11 +419,28 @@ def resolve(expr: nodes.NodeNG, frame: Frame, hops: int = MAX_HOPS) -> Optional[
 
 
 def _alias_of(name: nodes.Name) -> Optional[nodes.NodeNG]:
-    """``model`` for ``net`` after ``net = model`` (the only reaching assignment)."""
+    """``model`` for ``net`` after ``net = model`` (the only reaching assignment).  A re-binding to a
+    wrapper of the same name, ``model = DataParallel(model)`` (optional or not), keeps the model:
+    the wrapper's inner model is the one the earlier binding names."""
     values = dataflow.assigned_values(name)
-    if values and len(values) == 1 and isinstance(values[0], (nodes.Name, nodes.Attribute)):
-        return values[0]
+    if not values:
+        return None
+    kept = [v for v in values if not _rewraps(v, name.name)]
+    if not kept and len(values) == 1:
+        return values[0].args[0]  # type: ignore[attr-defined]  # ``model = DDP(model)``: the model before it
+    if len(kept) == 1 and isinstance(kept[0], (nodes.Name, nodes.Attribute)):
+        return kept[0]
     return None
+
+
+def _rewraps(value: nodes.NodeNG, name: str) -> bool:
+    """``value`` is ``Wrapper(name, ...)`` for a DDP/DataParallel/FSDP wrapper: ``model = DDP(model)``."""
+    if not (isinstance(value, nodes.Call) and value.args and isinstance(value.args[0], nodes.Name)):
+        return False
+    if value.args[0].name != name:
+        return False
+    klass = infer.safe_infer(value.func)
+    return isinstance(klass, nodes.ClassDef) and infer.class_is_subclass_of(klass, MODEL_WRAPPERS)
 
 
 def _binding_scope(name: nodes.Name) -> Optional[nodes.NodeNG]:
@@ -532,7 +606,8 @@ def frozen_models(module: nodes.Module) -> Set[str]:
 
 
 def trained_models(events: List[Event]) -> Optional[Set[str]]:
-    """Last names of the models whose parameters the optimizers stepped in ``events`` hold.
+    """Last names of the models whose parameters the optimizers stepped in ``events`` hold, and of
+    the models holding them (``model`` for ``SGD(model.encoder.parameters())``).
 
     None when any stepped optimizer's parameters cannot be attributed (built
     elsewhere, from a filter or parameter groups): then any model may be
@@ -553,11 +628,26 @@ def trained_models(events: List[Event]) -> Optional[Set[str]]:
             return None
         if not infer.class_is_subclass_of(klass, OPTIMIZER_BASES):
             continue  # a scheduler or another stepped object of known type
-        owner = _parameters_owner(infer.argument(built, "params", 0))
+        params = infer.argument(built, "params", 0)
+        owner = _parameters_owner(params)
         if owner is None:
             return None
         owners.add(owner)
+        owners |= _parents(params.func.expr)  # type: ignore[union-attr]
     return owners or None
+
+
+def _parents(expr: nodes.NodeNG) -> Set[str]:
+    """Names of the modules holding the one whose parameters are trained: ``model`` for
+    ``model.encoder.parameters()`` (its ``eval()`` puts the encoder in eval mode too); ``self``
+    and ``.module`` are not models of their own."""
+    found: Set[str] = set()
+    while isinstance(expr, nodes.Attribute):
+        expr = expr.expr
+        name = dataflow.terminal_name(expr)
+        if name is not None and name not in ("self", "module"):
+            found.add(name)
+    return found
 
 
 def _parameters_owner(params: Optional[nodes.NodeNG]) -> Optional[str]:

@@ -36,19 +36,29 @@ class MissingNoGrad(Rule):
         "DDP/FSDP wrapper; a tokenizer or preprocessor is not a model) made with autograd on in a function or "
         "loop that never calls backward() and that evaluates: the function is named like validate, evaluate, "
         "test, predict or infer, the model was put in eval() mode before the call, or the loop iterates a "
-        "validation or test loader."
+        "validation or test loader. A forward under another name counts: a method of the project's "
+        "nn.Module class that runs its submodules (model.predict(u, items), resolved through the binding), "
+        "and a model's own method that calls self.eval() and then its submodules in a loop (a decoder). One "
+        "pass function shared by both phases (train_and_valid(model, loader, is_train), "
+        "run_epoch(..., mode='eval'), _run_one_epoch(cross_valid=True)) is read with a call's constant "
+        "arguments and the defaults it leaves: when they skip every backward() and the model is in eval() "
+        "mode there (switched by the caller before the call, or in the function on the flag), the "
+        "unconditional forward is reported once, naming that call's line."
     )
     leaves_alone = (
         "It is silent under no_grad/inference_mode/set_grad_enabled(False), in decorated functions, in "
         "functions whose every call site in the file disables autograd, in Lightning's "
         "validation_step/test_step/predict_step (the trainer disables it), and where gradients are wanted "
         "(backward(), autograd.grad or requires_grad_ in the same pass: adversarial evaluation, saliency "
-        "maps)."
+        "maps). A shared pass function is reported only for a call whose constants skip its gradients, "
+        "made with autograd on, after an eval() switch; a forward under torch.set_grad_enabled(is_train) is "
+        "silent. A model method decorated with no_grad, or running no submodule, is not a forward."
         " One root cause is one finding: the first forward of a function (in source order), and none in a "
         "function whose every call in the file is made from a function already reported."
         " A method of a model class (an nn.Module or a LightningModule) that no call in the file reaches "
         "(``Model.infer()`` run from another module or by the trainer, whose caller may disable autograd) is "
-        "left alone, with the methods only it calls."
+        "left alone, with the methods only it calls, unless it switches the model itself (self.eval()) and "
+        "runs the forward in a loop."
         " A forward in a closure that its factory returns or passes on (``get_model_fn(model)`` returning "
         "``model_fn``), or in a function called only from such closures, belongs to the closure's callers: "
         "some may need the graph (a likelihood taking autograd.grad through it), so it is never reported; "
@@ -103,6 +113,7 @@ class MissingNoGrad(Rule):
         self._frozen_texts: Dict[int, Set[str]] = {}
         self._found: List[Tuple[nodes.Call, Optional[nodes.FunctionDef], str]] = []
         self._kinds: Dict[int, Optional[str]] = {}
+        self._self_switched: Set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
         if not isinstance(node.func, (nodes.Name, nodes.Attribute)):
@@ -113,26 +124,37 @@ class MissingNoGrad(Rule):
         named = func is not None and evaluation.eval_named(func)
         split_loop = evaluation.split_loop(node)
         if not named and split_loop is None and not self._has_eval_calls(func or node.root()):
-            return  # no evaluation evidence anywhere near: skip the analysis
+            if func is None or not self._has_eval_calls(node.root()):
+                return  # no evaluation evidence anywhere near: skip the analysis
+        method: Optional[nodes.FunctionDef] = None
         if not provenance.could_be_model_call(node, self._kinds):
-            return  # not a model's forward: no need to start the whole-file analysis
-        model = evaluation.model_expression(node)
+            method = evaluation.model_method(node)
+            if method is None:
+                return  # not a model's forward: no need to start the whole-file analysis
+        model = evaluation.model_expression(node) if method is None else node.func.expr  # type: ignore[union-attr]
         mode = evaluation.mode_before(node, model, func or node.root())
         why = self._evidence(node, func, named, split_loop, mode)
+        shared: Optional[nodes.Call] = None
+        if why is None and func is not None and self._wants_gradients(func):
+            # one train/eval pass for both phases, run for evaluation by a call with its flag
+            shared = evaluation.eval_pass_call(node, func, model)
+            why = None if shared is None else "eval call at line {}".format(shared.lineno)
         if why is None:
             return  # checked before the whole-file analysis is started: it needs none
         p = provenance.of(self.ctx)
-        kind = p.call_kind(node)
+        kind = p.call_kind(node) if method is None else provenance.MODEL_CALL  # ``model.predict(x)``
         if kind not in (provenance.MODEL_CALL, provenance.MAYBE_MODEL_CALL):
             return
         if p.grad_mode(node) != provenance.ON:
             return
         if func is not None and p.callers_unknown(func):
             return  # a callback or returned closure: its callers may well disable autograd
-        if kind == provenance.MAYBE_MODEL_CALL and (mode is None or mode[0] != "eval"):
+        if kind == provenance.MAYBE_MODEL_CALL and (mode is None or mode[0] != "eval") and shared is None:
             return  # an unresolved callee named like a model counts only after <it>.eval()
-        if _backpropagated(p, node):
-            return  # its output reaches a backward(): not an evaluation
+        if shared is None and _backpropagated(p, node):
+            return  # its output reaches a backward(): not an evaluation (the eval call skips it)
+        if shared is not None and p.grad_mode(shared) == provenance.OFF:
+            return  # the eval call itself runs under no_grad
         if self._frozen(func, model):
             return  # requires_grad_(False) on the model: no graph is recorded
         if evaluation.frozen_model(model, p.reaching_defs):
@@ -143,6 +165,8 @@ class MissingNoGrad(Rule):
             return  # a caller runs it under enable_grad(): it wants the graph
         if _runs_once(p, node, func, _CALLER_DEPTH):
             return  # a one-off forward (a final test, a warm-up, a unit test): not an evaluation loop
+        if func is not None and mode == ("eval", "self") and func.is_method() and evaluation.repeats(node):
+            self._self_switched.add(id(func))  # ``generate()`` calls self.eval() and decodes in a loop
         self._found.append((node, func, why))
 
     def leave_module(self, node: nodes.Module) -> None:
@@ -155,7 +179,11 @@ class MissingNoGrad(Rule):
         if not first:
             return
         p = provenance.of(self.ctx)
-        elsewhere = {id(func) for _, func, _ in first.values() if func is not None and _called_elsewhere(p, func, 2)}
+        elsewhere = {
+            id(func)
+            for _, func, _ in first.values()
+            if func is not None and id(func) not in self._self_switched and _called_elsewhere(p, func, 2)
+        }
         reported = {id(func) for _, func, _ in first.values() if func is not None} - elsewhere
         for call, func, why in first.values():
             if func is not None and id(func) in elsewhere:

@@ -16,6 +16,9 @@ The report goes on the ``eval()`` call, or on the call, in the function where
 the eval and the training step part ways, of the helper that makes it
 (``evaluate(model, ...)`` in the epoch loop).
 
+A forward inside the helper call that makes the ``eval()`` is the evaluation's
+own, not a training forward, when the ``backward()`` is outside that helper.
+
 Silent: gradients taken in eval mode with no optimizer step (saliency,
 attribution); an ``if``/``else`` (or conditional expression) that picks
 ``train()`` or ``eval()`` per phase, which a static reading cannot follow; a
@@ -66,15 +69,22 @@ class StuckEvalMode(Rule):
         "wrapping around to the next iteration. A helper that picks the switch from an argument "
         "(set_mode('eval', [models]) calling m.train() or m.eval() on a string, set_train(models, False) "
         "passing a bool to m.train()) is read with the argument's constant value, once per model of a "
-        "literal list. model.train() at the top of the epoch, in the train helper, or right after "
-        "validation all fix it; a bare self.model.train without the call does not."
+        "literal list, and a helper's if on a parameter the call leaves at a constant default "
+        "(run_epoch(model, val_b) with opt=None skips 'if opt is not None: loss.backward()') is read the "
+        "same way. A model re-bound to its wrapper (model = DataParallel(model), optional or not) is the "
+        "same model, and an optimizer over a child's parameters (SGD(model.encoder.parameters())) trains "
+        "the model whose eval() switches that child. model.train() at the top of the epoch, in the train "
+        "helper, or right after validation all fix it; a bare self.model.train without the call does not."
     )
     leaves_alone = (
         "Frozen models (teachers, EMA copies) are left alone when their forward runs under no_grad, they are "
         "frozen with requires_grad_(False), or the loop's optimizers provably train another model. A mode "
         "picked per phase (an if/else, or two ifs on the same name, one calling train() and one eval()) is "
         "left alone unless the helper's constant argument decides it. One finding per eval() call and "
-        "function: a helper called twice in the loop, or once per model of a list, is reported once."
+        "function: a helper called twice in the loop, or once per model of a list, is reported once. An "
+        "evaluation helper's own forward is not a training forward: eval_sample(model, x) between a step's "
+        "forward and its backward() leaves that step in train mode, so with model.train() opening every "
+        "iteration it is silent."
     )
     example_bad = """
         for epoch in range(epochs):
@@ -143,18 +153,23 @@ class StuckEvalMode(Rule):
 
     def _next_step_in_eval(self, events: List[modes.Event], index: int) -> Optional[modes.Event]:
         """The backward() of a training step on the eval'd model (its forward with autograd on, then
-        backward(), then an optimizer step) that comes before any train() on it."""
-        model = events[index].model
+        backward(), then an optimizer step) that comes before any train() on it, read to the end of
+        the next iteration (the step after the switch in this one may differentiate a forward made
+        before it)."""
+        switch = events[index]
+        model = switch.model
         assert model is not None
-        forwarded = False
+        forwards: List[modes.Event] = []
         backward: Optional[modes.Event] = None
-        for event in events[index:][1:] + events[:index]:
+        for event in events[index + 1:] + events:  # the rest of this iteration, then all of the next
             if event.kind == modes.TRAIN and (event.model is None or modes.same_model(model, event.model)):
                 return None  # brought back (a train() on something unresolvable counts: in doubt, silence)
             if event.kind == modes.FORWARD and not event.grad_off and event.model is not None:
                 if event.model.key == model.key:
-                    forwarded = True
-            elif event.kind == modes.BACKWARD and forwarded and backward is None:
+                    forwards.append(event)
+            elif event.kind == modes.BACKWARD and backward is None and any(
+                _trains(switch, forward, event) for forward in forwards
+            ):
                 backward = event
             elif event.kind == modes.STEP and backward is not None:
                 return backward
@@ -168,3 +183,12 @@ class StuckEvalMode(Rule):
             return True
         owners = modes.trained_models(events)
         return owners is not None and model.terminal not in owners
+
+
+def _trains(switch: modes.Event, forward: modes.Event, backward: modes.Event) -> bool:
+    """``forward`` can be the training forward ``backward`` differentiates: it is not inside the
+    helper call that makes ``switch`` when ``backward`` is outside it.  An evaluation helper's own
+    forward (``eval_model(model, x)`` between the step's forward and its ``backward()``) runs in
+    eval mode on purpose; the ``backward()`` after it belongs to the forward before the helper."""
+    anchor = modes.report_anchor(switch, backward)
+    return not any(call is anchor for call in forward.chain)
