@@ -55,6 +55,8 @@ class MissingNoGrad(Rule):
         "silent. A model method decorated with no_grad, or running no submodule, is not a forward."
         " One root cause is one finding: the first forward of a function (in source order), and none in a "
         "function whose every call in the file is made from a function already reported."
+        " A forward through a model method (model.predict(x)) needs an eval() switch or a loop over a "
+        "held-out split: a function's name alone (predict_neg_score() on the training path) is not enough."
         " A method of a model class (an nn.Module or a LightningModule) that no call in the file reaches "
         "(``Model.infer()`` run from another module or by the trainer, whose caller may disable autograd) is "
         "left alone, with the methods only it calls, unless it switches the model itself (self.eval()) and "
@@ -141,6 +143,8 @@ class MissingNoGrad(Rule):
             why = None if shared is None else "eval call at line {}".format(shared.lineno)
         if why is None:
             return  # checked before the whole-file analysis is started: it needs none
+        if method is not None and shared is None and split_loop is None and (mode is None or mode[0] != "eval"):
+            return  # a model method in a function only named like an evaluation: a name is too weak here
         p = provenance.of(self.ctx)
         kind = p.call_kind(node) if method is None else provenance.MODEL_CALL  # ``model.predict(x)``
         if kind not in (provenance.MODEL_CALL, provenance.MAYBE_MODEL_CALL):
