@@ -235,7 +235,14 @@ def _derived_names(expr: nodes.NodeNG, depth: int) -> Iterator[nodes.NodeNG]:
         yield sub
         if depth and isinstance(sub, nodes.Name):
             for value in dataflow.assigned_values(sub) or ():
-                yield from _derived_names(value, depth - 1)
+                if not _is_flag(value):  # ``is_log_step = step % N == 0`` says when, never how much
+                    yield from _derived_names(value, depth - 1)
+
+
+def _is_flag(value: nodes.NodeNG) -> bool:
+    """A comparison, a boolean combination or a negation: a flag, which no loss divides by."""
+    return isinstance(value, (nodes.Compare, nodes.BoolOp)) or (
+        isinstance(value, nodes.UnaryOp) and value.op == "not")
 
 
 def _names(expr: nodes.NodeNG) -> Iterator[nodes.NodeNG]:
