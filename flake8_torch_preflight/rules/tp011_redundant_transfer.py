@@ -28,6 +28,9 @@ RANDOM_FACTORIES = frozenset({"torch.rand", "torch.randn", "torch.randint", "tor
 SHAPE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.eye", "torch.arange",
                              "torch.linspace"})
 
+#: The pre-0.4 wrapper that returns its tensor argument (on the same device).
+VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
 #: What the message says happens to the value, and the fix, by case.
 RESENT = "is re-sent to the device each iteration unchanged"
 BUILT = "is built on the host and copied each {}"
@@ -105,9 +108,11 @@ class RedundantTransfer(Rule):
         if method not in TO_DEVICE_METHODS and method != "type_as":
             return  # cheap syntactic check first
         loop = loops.innermost(node)
-        forward = _module_forward(node) if loop is None else None
+        forward = _module_forward(node)
         if loop is None and forward is None:
             return
+        if loop is not None and forward is not None and not _is_batch_loop(loop):
+            loop = None  # a loop inside forward() (over stages, over time) runs every step too
         target = _destination(node)
         if target is None or target == "host":
             return
@@ -224,6 +229,9 @@ def _destination(call: nodes.Call) -> Optional[str]:
 def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
     """``torch.zeros(...)`` (and the other ``SHAPE_FACTORIES``) built on the host: how the message
     names it, else None."""
+    if isinstance(expr, nodes.Call) and expr.args and (
+            infer.callee_qname(expr) or infer.dotted_name(expr.func)) in VARIABLE_WRAPPERS:
+        expr = expr.args[0]  # ``Variable(torch.zeros(...), requires_grad=True)`` wraps the same host tensor
     if not isinstance(expr, nodes.Call):
         return None
     name = infer.callee_qname(expr)
