@@ -28,6 +28,10 @@ RANDOM_FACTORIES = frozenset({"torch.rand", "torch.randn", "torch.randint", "tor
 SHAPE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.eye", "torch.arange",
                              "torch.linspace"})
 
+#: Tensor methods that reshape or cast on the host what a factory built there.
+SHAPE_METHODS = frozenset({"view", "reshape", "unsqueeze", "squeeze", "expand", "repeat", "flatten", "t",
+                           "float", "long", "int", "half", "bool"})
+
 #: The pre-0.4 wrapper that returns its tensor argument (on the same device).
 VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
@@ -229,6 +233,8 @@ def _destination(call: nodes.Call) -> Optional[str]:
 def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
     """``torch.zeros(...)`` (and the other ``SHAPE_FACTORIES``) built on the host: how the message
     names it, else None."""
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in SHAPE_METHODS:
+        expr = expr.func.expr  # type: ignore[union-attr]  # ``torch.arange(b).view(-1, 1)``: still on the host
     if isinstance(expr, nodes.Call) and expr.args and (
             infer.callee_qname(expr) or infer.dotted_name(expr.func)) in VARIABLE_WRAPPERS:
         expr = expr.args[0]  # ``Variable(torch.zeros(...), requires_grad=True)`` wraps the same host tensor
