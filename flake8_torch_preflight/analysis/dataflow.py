@@ -90,6 +90,15 @@ def _self_attr_values(attr: nodes.Attribute) -> Optional[List[nodes.NodeNG]]:
     return values or None
 
 
+def assigned_name(value: nodes.NodeNG) -> Optional[nodes.AssignName]:
+    """The one plain name ``value`` is assigned to (``x = value``), or None."""
+    parent = value.parent
+    if not isinstance(parent, nodes.Assign) or len(parent.targets) != 1 or parent.value is not value:
+        return None
+    target = parent.targets[0]
+    return target if isinstance(target, nodes.AssignName) else None
+
+
 def is_self_attr(node: nodes.NodeNG) -> bool:
     """``self.x``, read or assigned."""
     return (isinstance(node, (nodes.Attribute, nodes.AssignAttr)) and isinstance(node.expr, nodes.Name)

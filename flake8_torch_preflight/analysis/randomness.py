@@ -560,11 +560,8 @@ def _has_seed_argument(call: nodes.Call) -> bool:
 
 def _seeded_later(call: nodes.Call) -> bool:
     """``rng = random.Random()`` followed by ``rng.seed(s)`` in the same scope."""
-    parent = call.parent
-    if not isinstance(parent, nodes.Assign) or len(parent.targets) != 1:
-        return False
-    target = parent.targets[0]
-    if not isinstance(target, nodes.AssignName):
+    target = dataflow.assigned_name(call)
+    if target is None:
         return False
     for other in call.scope().nodes_of_class(nodes.Call):
         func = other.func
@@ -617,11 +614,8 @@ def parameters_only(call: nodes.Call) -> bool:
     """The module ``call`` builds is bound to one name whose every use reads its parameters
     (``dummy = nn.Linear(1, 1)`` only to give an optimizer and an LR scheduler something to step for a
     plot): it is never applied, so its random weights reach nothing."""
-    parent = call.parent
-    if not isinstance(parent, nodes.Assign) or len(parent.targets) != 1:
-        return False
-    target = parent.targets[0]
-    if not isinstance(target, nodes.AssignName):
+    target = dataflow.assigned_name(call)
+    if target is None:
         return False
     uses = _uses(target)
     return bool(uses) and all(
