@@ -32,8 +32,9 @@ SHAPE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.
 SHAPE_METHODS = frozenset({"view", "reshape", "unsqueeze", "squeeze", "expand", "repeat", "flatten", "t",
                            "float", "long", "int", "half", "bool"})
 
-#: The pre-0.4 wrapper that returns its tensor argument (on the same device).
-VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+#: The pre-0.4 wrapper that returns its tensor argument (on the same device).  Matched by its import
+#: path (``infer.dotted_name``): the stubs do not define it, so inference of old code is unchanged.
+VARIABLE_WRAPPER = "torch.autograd.Variable"
 
 #: What the message says happens to the value, and the fix, by case.
 RESENT = "is re-sent to the device each iteration unchanged"
@@ -235,8 +236,7 @@ def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
     names it, else None."""
     while isinstance(expr, nodes.Call) and infer.method_name(expr) in SHAPE_METHODS:
         expr = expr.func.expr  # type: ignore[union-attr]  # ``torch.arange(b).view(-1, 1)``: still on the host
-    if isinstance(expr, nodes.Call) and expr.args and (
-            infer.callee_qname(expr) or infer.dotted_name(expr.func)) in VARIABLE_WRAPPERS:
+    if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE_WRAPPER:
         expr = expr.args[0]  # ``Variable(torch.zeros(...), requires_grad=True)`` wraps the same host tensor
     if not isinstance(expr, nodes.Call):
         return None
