@@ -1206,7 +1206,8 @@ class _Reader:
             if steps is not None:
                 self.set("grad_accum_steps", steps.value, steps.node)
             else:
-                self.cannot_read("grad_accum_steps", f"the accumulation over {found.text}", found.divisor or found.scope)
+                where = found.divisor or found.scope
+                self.cannot_read("grad_accum_steps", f"the accumulation over {found.text}", where)
             return
 
     # ------------------------------------------------------------------- sharding
