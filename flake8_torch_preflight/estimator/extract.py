@@ -68,7 +68,8 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidSyntaxError
 
-from ..analysis import accumulation, dataflow, frameworks, infer, loops, model_flow, models, param_count, static_values
+from ..analysis import (accumulation, dataflow, frameworks, infer, loader_use, model_flow, models, param_count,
+                        static_values)
 from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
@@ -1021,36 +1022,22 @@ class _Reader:
         return static_values.int_value(arg)
 
     def _iterated_loaders(self, loaders: List[nodes.Call]) -> List[nodes.Call]:
-        """The loaders a training loop (one that calls backward) iterates; with no training,
-        those any loop iterates; Lightning's ``train_dataloader`` hook."""
+        """The loaders a training loop (one that calls backward) iterates or a training call is handed,
+        as the rules read them (``analysis.loader_use``); with no training, those any loop iterates;
+        Lightning's ``train_dataloader`` hook."""
         training = self._training()
         found: List[nodes.Call] = []
-        for loop in self.module.nodes_of_class(nodes.For):
-            if training and not any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
-                continue
-            for loader in self._loaders_of(loop.iter, 3):
-                if loader in loaders and loader not in found:
-                    found.append(loader)
+        for loader in loaders:
+            uses = loader_use.uses_of(loader, through_prepare=True)
+            trained = bool(uses.training_loops) or uses.handed_to_training
+            if trained or (not training and uses.other_loops):
+                found.append(loader)
         if not found and training:
             for loader in loaders:
                 scope = loader.scope()
                 if isinstance(scope, nodes.FunctionDef) and scope.name == "train_dataloader":
                     found.append(loader)
         return found
-
-    def _loaders_of(self, expr: nodes.NodeNG, depth: int) -> List[nodes.Call]:
-        if depth < 0:
-            return []
-        expr = loops.unwrap_iteration(expr)
-        if isinstance(expr, nodes.Call):
-            return [expr] if model_flow.class_qname(expr) in DATALOADERS else []
-        values = dataflow.assigned_values(expr)
-        if values is None and isinstance(expr, nodes.Name):
-            values = infer.parameter_arguments(expr)
-        result: List[nodes.Call] = []
-        for value in values or []:
-            result.extend(self._loaders_of(value, depth - 1))
-        return result
 
     # ---------------------------------------------------------- sequence, image
 
