@@ -140,3 +140,31 @@ def test_a_context_of_no_framework_means_nothing() -> None:
 def test_trainer_classes_of_the_trainer_packages_seed_when_built(dotted: Optional[str], seeds: bool) -> None:
     meaning = frameworks.trainer_meaning(dotted)
     assert (meaning is not None and meaning.seeds) is seeds
+
+
+@pytest.mark.parametrize(
+    "imports, seeder",
+    [
+        ("import lightning as L\n", "L.seed_everything(seed)"),
+        ("import pytorch_lightning as pl\n", "pl.seed_everything(seed)"),
+        ("from transformers import AutoModel\n", "transformers.set_seed(seed)"),
+        ("", "torch.manual_seed(seed)"),
+    ],
+)
+def test_the_unseeded_run_fix_names_the_framework_seeder(imports: str, seeder: str) -> None:
+    """TP009's fix names the one call of the framework the file uses that seeds torch, NumPy and random."""
+    from flake8_torch_preflight import engine
+    from flake8_torch_preflight.settings import Settings
+
+    source = imports + (
+        "import torch\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in torch.ones(3, 4):\n"
+        "    model(x).sum().backward()\n"
+        "    opt.step()\n"
+        "    opt.zero_grad()\n"
+    )
+    found = engine.analyse_file("run.py", source.splitlines(True), Settings(selected=frozenset({"TP009"})))
+    messages = [text for _, _, text in found["TP009"]]
+    assert len(messages) == 1 and messages[0].endswith("add " + seeder)

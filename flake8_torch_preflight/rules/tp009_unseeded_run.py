@@ -173,6 +173,7 @@ class _RandomState:
     ) -> None:
         self.calls = list(calls)
         self.worker, self.inherited = worker, inherited
+        self.framework_seeder = _framework_seeder(module)
         self.intent = self.reseeded = self.weights = False
         seeded: Set[str] = set()
         self.draws: Dict[str, Tuple[nodes.Call, str]] = {}
@@ -236,6 +237,10 @@ class _RandomState:
 
     def _wording(self, generator: str, others: Sequence[str]) -> Dict[str, str]:
         wording = _wording(generator, self.seeded, self.intent, others)
+        if self.framework_seeder and generator in _SEEDERS:
+            framework = dict(wording, fix="add " + self.framework_seeder)  # one call seeds all three
+            if _fits(framework, generator):
+                wording = framework
         if not self.worker:
             return wording
         if generator in self.inherited:  # the parent seeds it, in its own process only
@@ -245,6 +250,31 @@ class _RandomState:
             return spawned if _fits(spawned, generator) else dict(spawned, state="unseeded in a spawned worker" + also)
         placed = dict(wording, fix="{} in {}".format(wording["fix"], self.worker))
         return placed if _fits(placed, generator) else wording
+
+
+#: Framework seeding functions that seed torch, NumPy and ``random`` in one call, by the package a
+#: file imports (Lightning's also passes the seed to loader workers), in order of preference.
+FRAMEWORK_SEEDERS = (
+    ("lightning", "seed_everything"), ("pytorch_lightning", "seed_everything"),
+    ("transformers", "set_seed"), ("accelerate", "utils.set_seed"),
+)
+
+
+def _framework_seeder(module: nodes.Module) -> str:
+    """How the fix names the seeding function of a framework the file imports (``L.seed_everything(seed)``
+    after ``import lightning as L``), or ``""``."""
+    imported: Dict[str, str] = {}
+    for node in module.nodes_of_class((nodes.Import, nodes.ImportFrom)):
+        if isinstance(node, nodes.Import):
+            for name, alias in node.names:
+                imported.setdefault(name.split(".")[0], alias if alias and "." not in name else name.split(".")[0])
+        elif node.modname and not node.level:
+            top = node.modname.split(".")[0]
+            imported.setdefault(top, top)
+    for package, function in FRAMEWORK_SEEDERS:
+        if package in imported:
+            return "{}.{}(seed)".format(imported[package], function)
+    return ""
 
 
 #: Characters of the quoted draw a message with a worker's name must leave.
