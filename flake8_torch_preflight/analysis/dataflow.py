@@ -99,6 +99,21 @@ def assigned_name(value: nodes.NodeNG) -> Optional[nodes.AssignName]:
     return target if isinstance(target, nodes.AssignName) else None
 
 
+def name_uses(binding: nodes.AssignName) -> List[nodes.Name]:
+    """The reads, in the binding's scope, whose lookup reaches ``binding``."""
+    found: List[nodes.Name] = []
+    for name in binding.scope().nodes_of_class(nodes.Name):
+        if name.name != binding.name:
+            continue
+        try:
+            _, bindings = name.lookup(name.name)
+        except (AstroidError, RecursionError):
+            continue
+        if any(b is binding for b in bindings):
+            found.append(name)
+    return found
+
+
 def is_self_attr(node: nodes.NodeNG) -> bool:
     """``self.x``, read or assigned."""
     return (isinstance(node, (nodes.Attribute, nodes.AssignAttr)) and isinstance(node.expr, nodes.Name)

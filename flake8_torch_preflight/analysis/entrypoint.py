@@ -17,7 +17,6 @@ the project whose ``__main__`` block trains on made-up tensors (``library_self_t
 """
 from __future__ import annotations
 
-import functools
 import os
 import re
 from typing import Dict, List, NamedTuple, Optional, Set, Tuple
@@ -383,9 +382,19 @@ def imported_by_project(module: nodes.Module) -> bool:
 MAX_FOLDER_FILES, MAX_FILE_BYTES = 400, 200_000
 
 
-@functools.lru_cache(maxsize=64)
+#: Import lines per folder, read once per checked file: a file edited since (an editor's server keeps
+#: running) is read again for the next file.
+_FOLDER_IMPORTS: "Dict[str, Dict[str, Tuple[str, ...]]]" = memo.per_file()
+
+
 def _import_lines(folder: str) -> Dict[str, Tuple[str, ...]]:
     """The import lines (stripped) of each Python file directly in ``folder``."""
+    if folder not in _FOLDER_IMPORTS:
+        _FOLDER_IMPORTS[folder] = _read_import_lines(folder)
+    return _FOLDER_IMPORTS[folder]
+
+
+def _read_import_lines(folder: str) -> Dict[str, Tuple[str, ...]]:
     found: Dict[str, Tuple[str, ...]] = {}
     try:
         names = sorted(os.listdir(folder))[: MAX_FOLDER_FILES * 4]

@@ -167,14 +167,14 @@ def _flow(
             if helper is not None:
                 param = _parameter_for(parent, child, helper)
                 if param is not None:
-                    for use in _name_uses(param):
+                    for use in dataflow.name_uses(param):
                         _flow(use, depth - 1, uses, seen, via + (parent,), deep, key)
                 return
             init = _constructor(parent) if deep else None
             if init is not None:  # Trainer(model, loader): into __init__ (self.loader = loader)
                 param = _parameter_for(parent, child, init, skip_self=True)
                 if param is not None:
-                    for use in _name_uses(param):
+                    for use in dataflow.name_uses(param):
                         _flow(use, depth - 1, uses, seen, via + (parent,), deep, key)
                 return
             if name not in loops.ITERATION_WRAPPERS:
@@ -390,7 +390,7 @@ def _flow_into_target(
     if isinstance(target, nodes.AssignName):
         if key is None:
             uses.bindings.append(target)
-        for use in _name_uses(target):
+        for use in dataflow.name_uses(target):
             _flow(use, depth, uses, seen, via, deep, key)
     elif isinstance(target, nodes.AssignAttr) and dataflow.binding_text(target.expr) == "self":
         if key is None:
@@ -455,22 +455,6 @@ def _parameter_for(
     return None
 
 
-def _name_uses(binding: nodes.AssignName) -> List[nodes.Name]:
-    """Name nodes whose lookup reaches ``binding``."""
-    scope = binding.scope()
-    found: List[nodes.Name] = []
-    for name in scope.nodes_of_class(nodes.Name):
-        if name.name != binding.name:
-            continue
-        try:
-            _, bindings = name.lookup(name.name)
-        except (AstroidError, RecursionError):
-            continue
-        if any(b is binding for b in bindings):
-            found.append(name)
-    return found
-
-
 def _self_attr_uses(target: nodes.AssignAttr) -> List[nodes.Attribute]:
     klass = target.scope().parent.frame() if target.scope().parent is not None else None
     if not isinstance(klass, nodes.ClassDef):
@@ -499,7 +483,7 @@ def _rebound_unread(bindings: List[nodes.NodeNG]) -> bool:
     if not bindings or not all(isinstance(b, nodes.AssignName) for b in bindings):
         return False
     for binding in bindings:
-        if _name_uses(binding):
+        if dataflow.name_uses(binding):
             return False
         others = [
             n for n in binding.scope().nodes_of_class(nodes.AssignName)

@@ -461,9 +461,9 @@ def _names_a_place(text: nodes.JoinedStr) -> bool:
 
 
 def _uses(binding: nodes.AssignName) -> List[nodes.Name]:
-    """Every read of the name ``binding`` assigns in its scope, when that assignment is the only one
-    each read sees; empty when some read may see another."""
-    uses = [node for node in binding.scope().nodes_of_class(nodes.Name) if node.name == binding.name]
+    """The reads of ``binding`` (``dataflow.name_uses``) when it is the only assignment each of them
+    sees; empty when some read may see another."""
+    uses = dataflow.name_uses(binding)
     if any(dataflow.sole_binding(use) is not binding for use in uses):
         return []
     return uses
