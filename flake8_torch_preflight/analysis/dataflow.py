@@ -17,10 +17,12 @@ from astroid.exceptions import AstroidError
 MAX_BINDINGS = 8
 
 
-def assigned_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
-    """Right-hand sides that may reach ``expr`` (a Name or ``self.attr``), or None when unknown."""
+def assigned_values(expr: nodes.NodeNG, unpack: bool = False) -> Optional[List[nodes.NodeNG]]:
+    """Right-hand sides that may reach ``expr`` (a Name or ``self.attr``), or None when unknown.
+    With ``unpack``, a name bound by unpacking a literal tuple gets its element
+    (``train_sampler, dev_sampler = None, None``: ``None``)."""
     if isinstance(expr, nodes.Name):
-        return _name_values(expr)
+        return _name_values(expr, unpack)
     if isinstance(expr, nodes.Attribute) and isinstance(expr.expr, nodes.Name) and expr.expr.name == "self":
         return _self_attr_values(expr)
     return None
@@ -43,7 +45,7 @@ def single_binding(name: nodes.Name) -> Optional[nodes.AssignName]:
     return binding if isinstance(binding, nodes.AssignName) else None
 
 
-def _name_values(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+def _name_values(name: nodes.Name, unpack: bool = False) -> Optional[List[nodes.NodeNG]]:
     try:
         _, bindings = name.lookup(name.name)
     except (AstroidError, RecursionError):
@@ -53,10 +55,28 @@ def _name_values(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     values: List[nodes.NodeNG] = []
     for binding in bindings:
         value = _value_of_binding(binding)
+        if value is None and unpack:
+            value = unpacked_value(binding)
         if value is None:
             return None
         values.append(value)
     return values
+
+
+def unpacked_value(binding: nodes.NodeNG) -> Optional[nodes.NodeNG]:
+    """``y`` for the ``b`` of ``a, b = x, y``: the element at its position of a literal tuple or list
+    of the same length (no starred target), or None."""
+    targets = binding.parent
+    assign = targets.parent if targets is not None else None
+    if not (isinstance(targets, (nodes.Tuple, nodes.List)) and isinstance(assign, nodes.Assign)
+            and targets in assign.targets):
+        return None
+    value = assign.value
+    if not isinstance(value, (nodes.Tuple, nodes.List)) or len(value.elts) != len(targets.elts):
+        return None
+    if any(isinstance(e, nodes.Starred) for e in targets.elts + value.elts):
+        return None
+    return value.elts[targets.elts.index(binding)]
 
 
 def _value_of_binding(binding: nodes.NodeNG) -> Optional[nodes.NodeNG]:

@@ -233,12 +233,8 @@ def _binding_value(binding: nodes.NodeNG, name: nodes.NodeNG, result: Derivation
     if isinstance(parent, nodes.AugAssign):
         return [parent]
     if isinstance(parent, (nodes.Tuple, nodes.List)) and isinstance(parent.parent, nodes.Assign):
-        assign = parent.parent
-        value = assign.value
-        same_shape = isinstance(value, (nodes.Tuple, nodes.List)) and len(value.elts) == len(parent.elts)
-        if same_shape and parent in assign.targets:
-            return [value.elts[parent.elts.index(binding)]]
-        return [value]
+        element = dataflow.unpacked_value(binding)
+        return [element if element is not None else parent.parent.value]
     if isinstance(parent, nodes.Arguments):
         args = infer.parameter_arguments(name) if isinstance(name, nodes.Name) else _parameter_arguments_at(binding)
         if args is None:

@@ -627,37 +627,10 @@ def bound_among(expr: nodes.NodeNG, targets: List[nodes.Call]) -> Optional[bool]
     ``sampler = DistributedSampler(ds) if distributed else None``, aside); None when not bound to calls."""
     if not isinstance(expr, (nodes.Name, nodes.Attribute)):
         return None
-    values = [v for v in _assigned_values(expr) or () if not infer.is_none(v)]
+    values = [v for v in dataflow.assigned_values(expr, unpack=True) or () if not infer.is_none(v)]
     if not values or not all(isinstance(v, nodes.Call) for v in values):
         return None
     return any(v is t for v in values for t in targets)
-
-
-def _assigned_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
-    """``dataflow.assigned_values``, also through one position of a tuple assignment of a name
-    (``train_sampler, dev_sampler = None, None`` before the branch that builds the samplers)."""
-    values = dataflow.assigned_values(expr)
-    if values is not None or not isinstance(expr, nodes.Name):
-        return values
-    try:
-        _, bindings = expr.lookup(expr.name)
-    except (AstroidError, RecursionError):
-        return None
-    found: List[nodes.NodeNG] = []
-    for binding in bindings:
-        value: Optional[nodes.NodeNG] = None
-        parent = binding.parent
-        if isinstance(parent, nodes.Assign) and binding in parent.targets:
-            value = parent.value
-        elif isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
-            source = parent.parent.value
-            if parent in parent.parent.targets and isinstance(source, nodes.Tuple):
-                if len(source.elts) == len(parent.elts) and not any(isinstance(e, nodes.Starred) for e in parent.elts):
-                    value = source.elts[parent.elts.index(binding)]
-        if value is None:
-            return None
-        found.append(value)
-    return found
 
 
 def set_before_epoch_loop(setter: nodes.Call, epoch_loops: List["loops.Loop"]) -> bool:
