@@ -26,7 +26,7 @@ from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 from astroid.exceptions import AstroidError
 
-from . import brain, dataflow, grad, infer, loops, models, modes, param_count
+from . import brain, dataflow, device, grad, infer, loops, models, modes, origins, param_count
 from .models import SELF_RETURNING_METHODS as _SELF_RETURNING
 from .param_count import TENSOR_FACTORIES
 
@@ -352,7 +352,7 @@ def _last_mode_call(stmt: nodes.NodeNG, wanted: str) -> Optional[Tuple[str, str]
 _COMPREHENSIONS = (nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)
 
 #: Methods that only move or cast a tensor (``torch.ones(1, 3, 8, 8).cuda()`` is still a dummy input).
-_MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "long", "int", "bool", "contiguous"})
+_MOVES = device.TRANSFER_METHODS | origins.SHAPE_METHODS | frozenset({"long", "int", "bool"})
 
 
 def repeats(node: nodes.NodeNG) -> bool:

@@ -49,7 +49,8 @@ MODULE_SELF_METHODS = frozenset(
 
 #: Tensor methods that change shape or dtype only: their result is what the receiver was.
 SHAPE_METHODS = frozenset(
-    {"squeeze", "unsqueeze", "view", "reshape", "resize", "flatten", "float", "double", "contiguous"}
+    {"squeeze", "unsqueeze", "view", "reshape", "resize", "flatten", "expand", "repeat", "t", "float", "double",
+     "half", "bfloat16", "contiguous"}
 )
 
 

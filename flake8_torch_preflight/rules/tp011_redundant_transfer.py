@@ -13,7 +13,7 @@ from typing import List, Optional
 
 from astroid import nodes
 
-from ..analysis import dataflow, device, infer, invariance, loops, training_step
+from ..analysis import dataflow, device, infer, invariance, loops, origins, training_step
 from ..analysis.torch_names import DATALOADERS, MODULE_BASES
 from ._base import Rule, register, text_gate
 
@@ -27,10 +27,6 @@ RANDOM_FACTORIES = frozenset({"torch.rand", "torch.randn", "torch.randint", "tor
 #: with ``device=`` whatever those arguments are, so a shape read from the batch does not matter.
 SHAPE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.eye", "torch.arange",
                              "torch.linspace"})
-
-#: Tensor methods that reshape or cast on the host what a factory built there.
-SHAPE_METHODS = frozenset({"view", "reshape", "unsqueeze", "squeeze", "expand", "repeat", "flatten", "t",
-                           "float", "long", "int", "half", "bool"})
 
 #: The pre-0.4 wrapper that returns its tensor argument (on the same device).  Matched by its import
 #: path (``infer.dotted_name``): the stubs do not define it, so inference of old code is unchanged.
@@ -234,7 +230,7 @@ def _destination(call: nodes.Call) -> Optional[str]:
 def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
     """``torch.zeros(...)`` (and the other ``SHAPE_FACTORIES``) built on the host: how the message
     names it, else None."""
-    while isinstance(expr, nodes.Call) and infer.method_name(expr) in SHAPE_METHODS:
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in origins.SHAPE_METHODS:
         expr = expr.func.expr  # type: ignore[union-attr]  # ``torch.arange(b).view(-1, 1)``: still on the host
     if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE_WRAPPER:
         expr = expr.args[0]  # ``Variable(torch.zeros(...), requires_grad=True)`` wraps the same host tensor
