@@ -23,10 +23,12 @@ TO_DEVICE_METHODS = frozenset({"to", "cuda"})
 #: Host factories whose result differs on every call (new random values): not loop-invariant.
 RANDOM_FACTORIES = frozenset({"torch.rand", "torch.randn", "torch.randint", "torch.randperm"})
 
-#: Host factories whose values follow from their shape (and fill) arguments: built on the device
-#: with ``device=`` whatever those arguments are, so a shape read from the batch does not matter.
-SHAPE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.eye", "torch.arange",
-                             "torch.linspace"})
+#: Host factories that copy the data they are given.
+DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy"})
+
+#: The other host factories: their values follow from their shape (and fill) arguments, so they can be
+#: built on the device with ``device=`` whatever those arguments are (a shape read from the batch too).
+SHAPE_FACTORIES = device.HOST_FACTORIES - RANDOM_FACTORIES - DATA_FACTORIES
 
 #: The pre-0.4 wrapper that returns its tensor argument (on the same device).  Matched by its import
 #: path (``infer.dotted_name``): the stubs do not define it, so inference of old code is unchanged.
