@@ -119,7 +119,7 @@ def test_each_shared_name_set_is_defined_once() -> None:
 #: for a training run (kind of a value, the step, accumulation, devices, seeds, data, frameworks).
 ANALYSIS_LAYERS: Dict[str, Set[str]] = {
     "semantic": {"memo", "dataflow", "infer", "static_values", "loops", "invariance", "walker", "work", "depth",
-                 "notes", "lookups"},
+                 "notes", "lookups", "branches"},
     "setup": {"brain", "build"},
 }
 

@@ -5,7 +5,7 @@ from typing import Optional
 
 from astroid import nodes
 
-from ..analysis import device, evaluation, grad, infer, loops, training_step
+from ..analysis import branches, device, evaluation, grad, infer, loops, training_step
 from ._base import Rule, register, text_gate
 
 #: Tensor methods that download a value and so wait for the GPU queue (``device.SYNC_METHODS``).
@@ -44,6 +44,9 @@ class SyncInHotLoop(Rule):
         " A loop over a literal list or tuple of a few items (``for mask in [train, val, test]``) and an "
         "evaluation function run with autograd off (``@torch.no_grad() def test():`` beside ``train()``) are "
         "not reported."
+        " Nor is a sync under a branch no run takes: ``if self.debug_mode:`` where every assignment the "
+        "project makes sets the flag False or None (a flag read from the command line, a parameter or a "
+        "configuration file may be on, and is still reported)."
     )
     example_bad = (
         "import torch\n"
@@ -86,6 +89,8 @@ class SyncInHotLoop(Rule):
         loop = training_step.per_element_loop(node)
         if loop is None or _few_literal_items(loop) or _evaluation(node):
             return
+        if branches.reached_only_when_off(node):
+            return  # ``if self.debug_mode:`` with the flag off wherever the project sets it
         self.report(node, sync=sync, loop=_loop_text(loop))
 
 

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 from astroid import nodes
 
-from ..analysis import dataflow, device, infer, invariance, loops, origins, training_step
+from ..analysis import branches, dataflow, device, infer, invariance, loops, origins, training_step
 from ..analysis.torch_names import DATALOADERS, MODULE_BASES
 from ._base import Rule, register, text_gate
 
@@ -72,6 +72,8 @@ class RedundantTransfer(Rule):
         "device in a file that never uses CUDA."
         " A tensor rebound to its own device copy (``x = x.to(device)``) is left alone: from the second "
         "iteration on it is on the device and the call copies nothing (a module rebound that way is still walked)."
+        " A transfer under a branch no run takes (``if DEBUG:`` with every assignment of the project "
+        "leaving the flag False or None) is not reported."
     )
     example_bad = (
         "import torch\n"
@@ -121,6 +123,8 @@ class RedundantTransfer(Rule):
             return
         if target == "device" and not device.uses_cuda(node.root()):
             return  # an unresolved device in a file with no accelerator evidence may be the CPU
+        if branches.reached_only_when_off(node):
+            return  # ``if DEBUG:`` with the flag off wherever the project sets it: no run copies it
         receiver = node.func.expr
         if loop is None:
             built = _shape_factory(receiver)

@@ -1,0 +1,254 @@
+"""Branches that no run takes: an ``if`` on a flag that every assignment the project makes leaves off.
+
+``never_taken(branch)`` holds when the ``if``'s test (or one operand of an ``and``) is a flag, a
+name or ``self.attr``, that is off in every run the source shows:
+
+* in the checked file, each of its bindings is an assignment (a parameter, a loop target or an
+  augmented assignment is unknown) of a false literal (``DEBUG = False``, ``self.debug_mode =
+  None``) or a copy of the same-named attribute of another object (``self.debug_mode =
+  config.debug_mode``);
+* in the project (the folder tree above the file, ``project_root``), read as text and parsed with
+  ``ast``, never run, the name is stored only as a false literal or such a copy, at least one false
+  literal is seen, and nothing else can set it: no other value, no parameter, loop target,
+  augmented assignment or keyword argument of that name, no definition, no string naming it
+  (``setattr``, a dict key, an ``argparse`` flag ``--debug-mode``) and no configuration file that
+  mentions it.
+
+Anything else is unknown and the branch may be taken: a flag read from the command line or a
+configuration file is on in some runs.  ``reached_only_when_off(node)`` asks it of every ``if``
+between ``node`` and its function, then of every in-file call site of that function.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from astroid import nodes
+from astroid.exceptions import AstroidError
+
+from . import dataflow, loops, memo, static_values
+
+#: Files naming the top of a project; the folder tree above the checked file is searched for one.
+ROOT_MARKERS = (".git", "setup.py", "setup.cfg", "pyproject.toml", "requirements.txt")
+
+#: How many folders (the file's own and those above it) are searched for a root marker; without
+#: one, the project is the folder above the file's folder.
+MAX_ROOT_LEVELS = 4
+
+#: Files looked at in a project, and how much of each is read; past either the flag is unknown.
+MAX_PROJECT_FILES, MAX_FILE_BYTES = 3000, 1_000_000
+
+#: Configuration files: a flag named in one may be set from it.
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".conf")
+
+#: Folders never part of the project's own source.
+SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env"})
+
+#: How many helper levels ``reached_only_when_off`` follows through call sites.
+MAX_CALL_DEPTH = 2
+
+
+def reached_only_when_off(node: nodes.NodeNG, depth: int = MAX_CALL_DEPTH) -> bool:
+    """``node`` runs only inside a branch no run takes: an ``if`` between it and its function, or
+    every call site in the file of the function it is in (followed ``depth`` levels)."""
+    child: nodes.NodeNG = node
+    parent = node.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef,
+                                                         nodes.Module)):
+        if isinstance(parent, nodes.If) and child in parent.body and never_taken(parent):
+            return True
+        child, parent = parent, parent.parent
+    if depth <= 0 or not isinstance(parent, nodes.FunctionDef):
+        return False
+    sites = loops.call_sites(parent)
+    return bool(sites) and all(reached_only_when_off(site, depth - 1) for site in sites)
+
+
+def never_taken(branch: nodes.If) -> bool:
+    """The body of ``branch`` runs in no run: its test, or one operand of an ``and``, is a flag
+    that is off wherever the project sets it (see the module docstring)."""
+    key = ("never", branch)
+    if key not in _ANSWERS:
+        test = branch.test
+        operands = test.values if isinstance(test, nodes.BoolOp) and test.op == "and" else [test]
+        _ANSWERS[key] = any(_off(operand) for operand in operands)
+    return bool(_ANSWERS[key])
+
+
+_ANSWERS: "Dict[object, bool]" = memo.per_file()
+
+
+def _off(flag: nodes.NodeNG) -> bool:
+    if isinstance(flag, nodes.Const):
+        return not flag.value
+    name = dataflow.terminal_name(flag)
+    if name is None:
+        return False
+    if isinstance(flag, nodes.Attribute) and not dataflow.is_self_attr(flag):
+        return False  # ``args.debug``, ``cfg.debug``: whatever the object is, it is read from elsewhere
+    values = _file_values(flag)
+    if not values or not all(_off_value(value, name) for value in values):
+        return False
+    return _project_leaves_off(flag.root(), name)
+
+
+def _file_values(flag: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
+    """What the flag is assigned in the file: plain assignments only (``dataflow.assigned_values``);
+    a module-level name a configurator rewrites (``static_values.rewritten_later``) is unknown."""
+    if isinstance(flag, nodes.Name):
+        try:
+            _, bindings = flag.lookup(flag.name)
+        except (AstroidError, RecursionError):
+            return None
+        for binding in bindings:
+            if isinstance(binding.scope(), nodes.Module) and static_values.rewritten_later(binding):
+                return None
+    return dataflow.assigned_values(flag)
+
+
+def _off_value(value: nodes.NodeNG, name: str) -> bool:
+    """A false literal (``False``, ``None``, ``0``) or a copy of the same-named attribute."""
+    if isinstance(value, nodes.Attribute):
+        return value.attrname == name
+    if any(True for _ in value.nodes_of_class((nodes.Name, nodes.Attribute, nodes.Call))):
+        return False
+    found = static_values.evaluate(value)
+    return found is not None and not found.value
+
+
+# ------------------------------------------------------------------------------ the project
+
+
+_PROJECT: "Dict[Tuple[str, str], bool]" = memo.per_file()
+
+
+def _project_leaves_off(module: nodes.Module, name: str) -> bool:
+    path = getattr(module, "file", None)
+    if not path or not os.path.isfile(str(path)):
+        return False  # source not on disk (standard input): the project cannot be read
+    root = project_root(str(path))
+    key = (root, name)
+    if key not in _PROJECT:
+        _PROJECT[key] = _stores_only_off(root, name)
+    return _PROJECT[key]
+
+
+def project_root(path: str) -> str:
+    """The nearest folder holding a ``ROOT_MARKERS`` file, among the file's folder and the
+    ``MAX_ROOT_LEVELS - 1`` above it; else the folder above the file's folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    candidate = folder
+    for _ in range(MAX_ROOT_LEVELS):
+        if any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS):
+            return candidate
+        above = os.path.dirname(candidate)
+        if above == candidate:
+            break
+        candidate = above
+    return os.path.dirname(folder) or folder
+
+
+def _project_files(root: str) -> Iterator[Optional[str]]:
+    """Paths of the project's files; a final None when there are more than ``MAX_PROJECT_FILES``."""
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
+        for filename in sorted(files):
+            seen += 1
+            if seen > MAX_PROJECT_FILES:
+                yield None
+                return
+            yield os.path.join(folder, filename)
+
+
+def _stores_only_off(root: str, name: str) -> bool:
+    word = re.compile(r"\b(?:{}|{})\b".format(re.escape(name), re.escape(name.replace("_", "-"))))
+    literal_seen = False
+    for path in _project_files(root):
+        if path is None:
+            return False
+        if not path.endswith(".py") and not path.endswith(CONFIG_SUFFIXES):
+            continue
+        try:
+            if os.path.getsize(path) > MAX_FILE_BYTES:
+                return False
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            return False
+        if not word.search(text):
+            continue
+        if not path.endswith(".py"):
+            return False  # a configuration file names it: a run may turn it on
+        verdict = _stores_in(text, name)
+        if verdict is None:
+            return False
+        literal_seen = literal_seen or verdict
+    return literal_seen
+
+
+def _stores_in(text: str, name: str) -> Optional[bool]:
+    """None when the source may set ``name`` to something other than off; else whether it
+    stores a false literal under it."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    parents: Dict[ast.AST, ast.AST] = {}
+    for parent in ast.walk(tree):
+        for child in ast.iter_child_nodes(parent):
+            parents[child] = parent
+    literal = False
+    dashed = name.replace("_", "-")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value.lstrip("-") in (name, dashed):
+                return None  # ``setattr(o, "debug", ...)``, ``{"debug": ...}``, ``--debug``
+        elif isinstance(node, ast.arg) and node.arg == name:
+            return None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return None
+        elif isinstance(node, ast.alias) and node.asname == name:
+            return None
+        elif isinstance(node, ast.keyword) and node.arg == name:
+            kind = _ast_value_kind(node.value, name)
+            if kind is None:
+                return None
+            literal = literal or kind
+        elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+            if (node.id if isinstance(node, ast.Name) else node.attr) != name:
+                continue
+            kind = _stored_kind(node, parents, name)
+            if kind is None:
+                return None
+            literal = literal or kind
+    return literal
+
+
+def _stored_kind(target: ast.AST, parents: Dict[ast.AST, ast.AST], name: str) -> Optional[bool]:
+    """What a store assigns: True for a false literal, False for a same-named attribute copy,
+    None for anything else (a loop target, an augmented assignment, an unaligned unpacking)."""
+    parent = parents.get(target)
+    value: Optional[ast.AST] = None
+    if isinstance(parent, ast.AnnAssign) and isinstance(parents.get(parent), ast.ClassDef):
+        return None  # a dataclass / NamedTuple field: a constructor argument, positional ones too
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+        value = parent.value
+    elif isinstance(parent, (ast.Tuple, ast.List)):
+        assign = parents.get(parent)
+        if isinstance(assign, ast.Assign) and isinstance(assign.value, (ast.Tuple, ast.List)):
+            if len(assign.value.elts) == len(parent.elts):
+                value = assign.value.elts[parent.elts.index(target)]
+    if value is None:
+        return None
+    return _ast_value_kind(value, name)
+
+
+def _ast_value_kind(value: ast.AST, name: str) -> Optional[bool]:
+    if isinstance(value, ast.Constant) and not isinstance(value.value, str):
+        return True if not value.value else None
+    if isinstance(value, ast.Attribute) and value.attr == name:
+        return False
+    return None
