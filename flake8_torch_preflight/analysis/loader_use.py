@@ -569,6 +569,16 @@ def _mentions_rank(expr: nodes.NodeNG) -> bool:
     return name is not None and RANK_NAME.search(name) is not None
 
 
+def is_loader(expr: nodes.NodeNG) -> bool:
+    """``expr`` is resolved to a DataLoader (or an instance of a subclass)."""
+    return infer.is_instance_of(expr, DATALOADERS)
+
+
+def is_sampler(expr: nodes.NodeNG) -> bool:
+    """``expr`` is resolved to a torch sampler, distributed or not (or an instance of a subclass)."""
+    return infer.is_instance_of(expr, SAMPLER_BASES)
+
+
 def plain_sampler(sampler: nodes.NodeNG) -> Optional[str]:
     """The class name when every value ``sampler`` may hold is a torch sampler that is not
     distributed (or None); None when any may be distributed or cannot be resolved."""

@@ -68,11 +68,11 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidSyntaxError
 
-from ..analysis import (accumulation, dataflow, frameworks, infer, loader_use, model_flow, models, param_count,
-                        static_values)
+from ..analysis import (accumulation, dataflow, frameworks, infer, kinds, loader_use, model_flow, models,
+                        param_count, static_values)
 from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
-from ..analysis.torch_names import AUTOCAST_CONTEXTS, DATALOADERS, GRAD_SCALERS, MODEL_WRAPPERS
+from ..analysis.torch_names import AUTOCAST_CONTEXTS, MODEL_WRAPPERS
 from .catalogue import ModelSpec, count_params
 from .files import read_bytes
 from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS, resolve_model
@@ -691,7 +691,7 @@ class _Reader:
     def _computes_loss(self, call: nodes.Call) -> bool:
         """A loss computed in a run without backward: a functional loss, a call of a loss module
         (resolved, not by name), or the model called with ``labels=`` (Hugging Face computes it)."""
-        if models.is_loss_function(call) or models.kind(call.func) == models.LOSS:
+        if models.is_loss_function(call) or kinds.kind(call.func) == kinds.LOSS:
             return True
         labelled = any(kw.arg == "labels" for kw in call.keywords or ())
         return labelled and bool(self.model_names) and model_flow.root_text(call.func) in self.model_names
@@ -716,10 +716,15 @@ class _Reader:
         dotted = model_flow.callee_name(call)
         if dotted in EXTERNAL_OPTIMIZERS:
             return EXTERNAL_OPTIMIZERS[dotted]
-        name = model_flow.class_qname(call)
-        if name is not None and name.startswith("torch.optim.") and name.count(".") == 2:
-            return TORCH_OPTIMIZERS.get(name, "?")
+        if self._built_kind(call) == kinds.OPTIMIZER:
+            return TORCH_OPTIMIZERS.get(model_flow.class_qname(call) or "", "?")
         return None
+
+    @staticmethod
+    def _built_kind(call: nodes.Call) -> str:
+        """What a class instantiation builds (``kinds.kind``); ``kinds.UNKNOWN`` for any other call
+        (a cheap filter: the reader asks this of every call of the file)."""
+        return kinds.kind(call) if model_flow.class_qname(call) is not None else kinds.UNKNOWN
 
     def _optimizer(self) -> None:
         if not self._training():
@@ -924,7 +929,7 @@ class _Reader:
                 if name == "torch.amp.autocast" and device is not None and device.value == "cpu":
                     continue
                 found = found or _Found("amp", call)
-            elif name in GRAD_SCALERS:
+            elif self._built_kind(call) == kinds.SCALER:
                 enabled = infer.argument(call, "enabled")
                 if enabled is not None:
                     value = static_values.evaluate(enabled)
@@ -984,7 +989,7 @@ class _Reader:
             if not self.hf_args_opaque:
                 self.set("batch_size", 8, self.hf_args)  # the TrainingArguments default
                 return
-        loaders = [c for c in self.calls if model_flow.class_qname(c) in DATALOADERS]
+        loaders = [c for c in self.calls if self._built_kind(c) == kinds.LOADER]
         pipeline = self.fields.get("_pipeline")
         if not loaders and pipeline is not None:
             names = set(model_flow.assigned_targets(pipeline[0]))
