@@ -251,6 +251,22 @@ def trainer_models(module: nodes.Module) -> Set[str]:
     return found
 
 
+#: Methods that run a framework trainer's own training loop: Lightning's ``trainer.fit(model, dl)``,
+#: Hugging Face's and TRL's ``trainer.train()``.
+TRAINER_LOOP_METHODS = frameworks.FIT_METHODS | {"train"}
+
+
+def runs_trainer(call: nodes.Call) -> bool:
+    """``trainer.fit(...)`` / ``trainer.train()`` on an object a framework trainer built (see
+    ``trainer_models``): the framework runs a training loop the file does not spell out
+    (``model.train()`` on a module only switches its mode)."""
+    return (
+        infer.method_name(call) in TRAINER_LOOP_METHODS
+        and isinstance(call.func, nodes.Attribute)
+        and _built_by_trainer(call.func.expr)
+    )
+
+
 def _built_by_trainer(receiver: nodes.NodeNG) -> bool:
     """``receiver`` is (bound only to) a framework trainer built in the file: ``Trainer(...).fit``."""
     values: Optional[List[nodes.NodeNG]] = [receiver] if isinstance(receiver, nodes.Call) else None

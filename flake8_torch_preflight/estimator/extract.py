@@ -69,7 +69,7 @@ from astroid import nodes
 from astroid.exceptions import AstroidSyntaxError
 
 from ..analysis import (accumulation, dataflow, frameworks, infer, kinds, loader_use, model_flow, models,
-                        param_count, static_values)
+                        param_count, static_values, training_step)
 from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, MODEL_WRAPPERS
@@ -661,10 +661,9 @@ class _Reader:
     # ----------------------------------------------------------------- training
 
     def _training_mode(self) -> None:
-        backward = [c for c in self.calls if infer.method_name(c) == "backward"
-                    or infer.callee_qname(c) == "torch.autograd.backward"]
-        trainer = [c for c in self.calls if infer.method_name(c) in ("train", "fit") and self._is_trainer_call(c)]
-        if backward or trainer:
+        # the rules' answers: a backward or an optimizer step (``training_step.is_step_call``, as
+        # TP003/TP004 read them), or a framework trainer's fit/train (``loader_use.runs_trainer``)
+        if any(training_step.is_step_call(c) or loader_use.runs_trainer(c) for c in self.calls):
             return
         pipeline = self.fields.get("_pipeline")
         generate = [c for c in self.calls if infer.method_name(c) == "generate"
@@ -695,18 +694,6 @@ class _Reader:
             return True
         labelled = any(kw.arg == "labels" for kw in call.keywords or ())
         return labelled and bool(self.model_names) and model_flow.root_text(call.func) in self.model_names
-
-    def _is_trainer_call(self, call: nodes.Call) -> bool:
-        func = call.func
-        if not isinstance(func, nodes.Attribute):
-            return False
-        values = [func.expr] if isinstance(func.expr, nodes.Call) else dataflow.assigned_values(func.expr) or []
-        for value in values:
-            if isinstance(value, nodes.Call):
-                dotted = model_flow.callee_name(value)
-                if dotted and (_framework_trainer(dotted) or dotted.endswith(".Trainer") or dotted.endswith(".Fabric")):
-                    return True
-        return False
 
     # ---------------------------------------------------------------- optimizer
 
