@@ -103,3 +103,17 @@ def test_a_helper_called_only_under_the_branch(tmp_path: Path) -> None:
 def test_source_not_on_disk_is_unknown(tmp_path: Path) -> None:
     module = build_module("DEBUG = False\nif DEBUG:\n    pass\n", str(tmp_path / "missing.py"))
     assert branches.never_taken(next(module.nodes_of_class(nodes.If))) is False
+
+
+# -- which earlier statements already made the host wait (TP011's cost) ---------------------------------
+
+
+def test_a_copy_after_the_host_waited_is_priced_as_a_copy() -> None:
+    """``tp011_host_waits.py``: the copy after ``torch.unique`` is no new stall; the others are."""
+    from harness import FIXTURES, run_plugin
+
+    path = FIXTURES / "tp011_host_waits.py"
+    found = {line: message for line, _, message in run_plugin(path, path.read_text(), ["TP011"])}
+    assert "a copy per step, no new stall" in found[19]
+    assert "a sync per step" in found[28]
+    assert "a sync per step" in found[37]

@@ -40,6 +40,14 @@ BUILT = "is built on the host and copied each {}"
 MOVE = "move it before the loop"
 BUILD_THERE = "pass {}"
 
+#: torch functions and tensor methods whose output size depends on the values: the host waits for the
+#: device to learn it.  With ``device.SYNC_METHODS`` / ``SYNC_BUILTINS`` / ``SYNC_FUNCTIONS`` (reads of
+#: a value, explicit waits) they are the calls that block the host (``blocks_host``).
+SIZE_SYNC_FUNCTIONS = frozenset(
+    {"torch.unique", "torch.unique_consecutive", "torch.masked_select", "torch.nonzero", "torch.argwhere"}
+)
+SIZE_SYNC_METHODS = frozenset(name.rsplit(".", 1)[1] for name in SIZE_SYNC_FUNCTIONS)
+
 #: ``nn.Module`` methods that return the module itself, looked through when matching receivers.
 SELF_RETURNING_METHODS = frozenset({"eval", "train", "requires_grad_", "float", "half", "double", "bfloat16"})
 
@@ -63,7 +71,9 @@ class RedundantTransfer(Rule):
         "per step. A torch.zeros/ones/full/arange(...) built on the host and then sent (.to(device), .cuda(), "
         ".type_as(x)) in either place is reported even when its shape is read from the batch: the shape changes "
         "nothing about the fix, which is to build it on the device (torch.zeros(..., device=x.device), "
-        "x.new_zeros(...)) instead of allocating on the host and copying every step."
+        "x.new_zeros(...)) instead of allocating on the host and copying every step. Where the statements "
+        "that always run just before the copy already make the host wait (torch.unique, masked_select, "
+        "nonzero, .item()), the message prices it as a copy per step, not a new stall."
     )
     leaves_alone = (
         "Per-batch data, downloads (.cpu(), .to('cpu')), tensors created on the device, casts "
@@ -155,6 +165,7 @@ class RedundantTransfer(Rule):
 
 _TENSOR_COST = "a sync per step"  # a blocking host-to-device copy ends in cudaStreamSynchronize
 _ASYNC_COST = "a copy per step"  # ``non_blocking=True``: the copy is queued, the host does not wait
+_PAID_COST = "a copy per step, no new stall"  # the same block already blocks the host
 _MODULE_COST = "a parameter walk per step"
 _UNKNOWN_COST = "a copy or walk per step"
 
@@ -218,11 +229,79 @@ def _constant_factory(expr: nodes.Call, loop: "loops.Loop") -> Optional["tuple[s
 
 
 def _cost(transfer: nodes.Call, cost: str) -> str:
-    """A tensor's copy waits for the GPU's queue unless the transfer is ``non_blocking=True``."""
+    """A tensor's copy waits for the GPU's queue unless the transfer is ``non_blocking=True``, or
+    the statements that always run just before it in the same iteration or forward already made
+    the host wait (``torch.unique(...)``, ``.item()``): then it adds a copy, not a new stall."""
     blocking = infer.argument(transfer, "non_blocking")
     if cost == _TENSOR_COST and isinstance(blocking, nodes.Const) and blocking.value is True:
         return _ASYNC_COST
+    if cost == _TENSOR_COST and _host_waits_before(transfer):
+        return _PAID_COST
     return cost
+
+
+def blocks_host(call: nodes.Call) -> bool:
+    """``call`` makes the host wait for the device: it reads a device value (``.item()``,
+    ``float(t)``), waits explicitly (``torch.cuda.synchronize()``) or returns a tensor whose size
+    depends on the values (``torch.unique``, ``masked_select``, ``nonzero``).  A value provably on
+    the host (``device.is_host_value``) makes no wait."""
+    name = infer.callee_qname(call) or infer.dotted_name(call.func)
+    if name in device.SYNC_FUNCTIONS:
+        return True
+    if name in SIZE_SYNC_FUNCTIONS:
+        return bool(call.args) and not device.is_host_value(call.args[0])
+    if name in device.SYNC_BUILTINS:
+        return len(call.args) == 1 and device.is_tensor(call.args[0]) and not device.is_host_value(call.args[0])
+    func = call.func
+    if isinstance(func, nodes.Attribute) and func.attrname in device.SYNC_METHODS | SIZE_SYNC_METHODS:
+        return device.is_tensor(func.expr) and not device.is_host_value(func.expr)
+    return False
+
+
+def _host_waits_before(node: nodes.NodeNG) -> bool:
+    """A call that blocks the host (``blocks_host``) runs on every path to ``node`` earlier in the
+    same loop iteration or function call: in a statement before it in the same block or an
+    enclosing one (an ``if``'s test, a loop's iterable, a ``with`` block; not the bodies of
+    branches and loops, which may not run)."""
+    child: nodes.NodeNG = node.statement()
+    parent = child.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef,
+                                                         nodes.Module, nodes.For, nodes.While)):
+        if isinstance(parent, nodes.If) and child in parent.body + parent.orelse:
+            if any(blocks_host(call) for call in infer.iter_calls(parent.test)):
+                return True
+        block = next((body for body in _blocks(parent) if child in body), None)
+        if block is not None:
+            for statement in block[: block.index(child)]:
+                if any(blocks_host(call) for call in _always_run_calls(statement)):
+                    return True
+        child, parent = parent, parent.parent
+    if parent is not None and not isinstance(parent, (nodes.ClassDef, nodes.Module)):
+        for statement in parent.body[: parent.body.index(child)] if child in parent.body else []:
+            if any(blocks_host(call) for call in _always_run_calls(statement)):
+                return True
+    return False
+
+
+def _blocks(parent: nodes.NodeNG) -> "List[List[nodes.NodeNG]]":
+    """The statement lists of a compound statement."""
+    return [list(getattr(parent, field)) for field in ("body", "orelse", "handlers", "finalbody")
+            if isinstance(getattr(parent, field, None), list)]
+
+
+def _always_run_calls(statement: nodes.NodeNG) -> "List[nodes.Call]":
+    """Calls a statement makes whenever it runs: all of a simple statement's; an ``if``'s or
+    ``while``'s test, a ``for``'s iterable, a ``with``'s context and body; nothing of a ``try``."""
+    if isinstance(statement, nodes.If) or isinstance(statement, nodes.While):
+        return list(infer.iter_calls(statement.test))
+    if isinstance(statement, nodes.For):
+        return list(infer.iter_calls(statement.iter))
+    if isinstance(statement, nodes.With):
+        found = [call for item, _ in statement.items for call in infer.iter_calls(item)]
+        return found + [call for inner in statement.body for call in _always_run_calls(inner)]
+    if hasattr(statement, "body"):
+        return []  # a ``try`` (it may raise before the call), a definition
+    return list(infer.iter_calls(statement))
 
 
 def _destination(call: nodes.Call) -> Optional[str]:
