@@ -377,13 +377,14 @@ def dummy_input(call: nodes.Call) -> bool:
     return bool(arguments) and all(_factory_tensor(a) for a in arguments)
 
 
-def _factory_tensor(expr: nodes.NodeNG, hops: int = 2) -> bool:
-    """A factory-built tensor, inline or through the one assignment reaching a name."""
+def _factory_tensor(expr: nodes.NodeNG, hops: int = 3) -> bool:
+    """A factory-built tensor, moved or cast, inline or through a name every reaching assignment of
+    which is one (``x = torch.rand(...)`` then ``if use_gpu: x = x.cuda()``)."""
     while isinstance(expr, nodes.Call) and infer.method_name(expr) in _MOVES and isinstance(expr.func, nodes.Attribute):
         expr = expr.func.expr
     if isinstance(expr, nodes.Name) and hops > 0:
         values = dataflow.assigned_values(expr)
-        return bool(values) and len(values) == 1 and _factory_tensor(values[0], hops - 1)  # type: ignore[index]
+        return bool(values) and all(_factory_tensor(value, hops - 1) for value in values)  # type: ignore[union-attr]
     return isinstance(expr, nodes.Call) and infer.dotted_name(expr.func) in TENSOR_FACTORIES
 
 
