@@ -28,7 +28,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import dataflow, loops, memo, static_values
+from . import dataflow, infer, loops, memo, static_values
 
 #: Files naming the top of a project; the folder tree above the checked file is searched for one.
 ROOT_MARKERS = (".git", "setup.py", "setup.cfg", "pyproject.toml", "requirements.txt")
@@ -116,6 +116,45 @@ def _off_value(value: nodes.NodeNG, name: str) -> bool:
         return False
     found = static_values.evaluate(value)
     return found is not None and not found.value
+
+
+# ----------------------------------------------------------------------- values chosen by a branch
+
+#: Expressions ``alternatives`` returns at most; more is unknown.
+MAX_ALTERNATIVES = 8
+
+
+def alternatives(expr: nodes.NodeNG, depth: int = MAX_CALL_DEPTH) -> Optional[List[nodes.NodeNG]]:
+    """The expressions a value may be, split where a branch picks it: both sides of a conditional
+    expression (``F.cross_entropy if multi else F.binary_cross_entropy``), each assignment a name or
+    ``self.attr`` may hold (``infer.bound_values``) and each ``return`` of a function of the file it
+    is the result of (``self.loss = self._pick_loss(task)``), followed ``depth`` calls deep.  An
+    expression none of these apply to is its own one alternative.  None when there are more than
+    ``MAX_ALTERNATIVES`` or a function returns nothing."""
+    found: List[nodes.NodeNG] = []
+    if not _collect(expr, depth, found, 0) or len(found) > MAX_ALTERNATIVES:
+        return None
+    return found
+
+
+def _collect(expr: nodes.NodeNG, depth: int, found: List[nodes.NodeNG], hops: int) -> bool:
+    if len(found) > MAX_ALTERNATIVES or hops > MAX_ALTERNATIVES:
+        return False
+    if isinstance(expr, nodes.IfExp):
+        return _collect(expr.body, depth, found, hops + 1) and _collect(expr.orelse, depth, found, hops + 1)
+    if isinstance(expr, (nodes.Name, nodes.Attribute)):
+        values = infer.bound_values(expr)
+        if values and not any(v is expr for v in values):
+            return all(_collect(v, depth, found, hops + 1) for v in values)
+    if isinstance(expr, nodes.Call) and depth > 0:
+        function = infer.function_def(expr.func)
+        if function is not None and function.root() is expr.root():
+            returned = [r.value for r in function.nodes_of_class(nodes.Return) if r.scope() is function]
+            if not returned or any(value is None for value in returned):
+                return False
+            return all(_collect(value, depth - 1, found, hops + 1) for value in returned)
+    found.append(expr)
+    return True
 
 
 # ------------------------------------------------------------------------------ the project

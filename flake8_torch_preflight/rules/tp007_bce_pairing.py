@@ -24,9 +24,10 @@ from typing import Optional, Tuple
 
 from astroid import nodes
 
-from ..analysis import infer, origins
+from ..analysis import branches, infer, origins
 from ..analysis.torch_names import SIGMOID_FUNCTIONS, SIGMOID_LAYERS
 from ._base import Rule, register, text_gate
+from .tp006_double_softmax import CROSS_ENTROPY_CLASSES, LOG_SOFTMAX_LOSSES
 
 #: Losses that apply sigmoid to their input themselves: they need raw logits.
 LOGIT_LOSSES = frozenset({"torch.nn.BCEWithLogitsLoss", "torch.nn.functional.binary_cross_entropy_with_logits"})
@@ -68,6 +69,7 @@ MAX_DEPTH = 6
 _MESSAGES = {
     "sigmoid": ("{}", "applies sigmoid twice: a worse model", "pass raw logits"),
     "logits": ("raw logits of {}", "wants probabilities: wrong loss or CUDA assert", "use BCEWithLogitsLoss"),
+    "scores": ("logits shared with {}", "wants probabilities: CUDA assert", "use BCEWithLogitsLoss"),
 }
 
 
@@ -84,12 +86,16 @@ class BcePairing(Rule):
         "Feeding raw logits to the second stops the run with an error as soon as one leaves [0, 1] (on CUDA a "
         "device-side assert), after training on scores misread as probabilities. The rule resolves the loss "
         "through its binding and traces the input back through local assignments, shape-only tensor methods, "
-        "sigmoid calls and layers, nn.Sequential models, and the forward() of a model defined in the file."
+        "sigmoid calls and layers, nn.Sequential models, and the forward() of a model defined in the file. "
+        "A loss picked by a branch (a conditional expression, or a method returning F.cross_entropy or "
+        "F.binary_cross_entropy by task) is checked alternative by alternative; when the input cannot be "
+        "traced but one alternative is cross-entropy, which takes logits, the BCE alternative gets logits too."
     )
     leaves_alone = (
         "It reports raw logits only when the model provably ends in a linear or convolution layer, and stays "
         "silent for sigmoid gating inside a block that still returns logits, for sigmoid used for metrics, "
-        "and for models it cannot read."
+        "and for models it cannot read. A choice between BCE and its with-logits form on an input it cannot "
+        "trace is left alone (the model may squash its output in the same case)."
     )
     example_bad = """
         import torch
@@ -115,8 +121,9 @@ class BcePairing(Rule):
             return
         if not isinstance(node.func, (nodes.Name, nodes.Attribute, nodes.Call)):
             return
-        expects = _expected_input(node)
+        expects = _expected_input(node.func)
         if expects is None:
+            self._check_alternatives(node)
             return
         first = origins.input_argument(node)
         if first is None:
@@ -127,18 +134,49 @@ class BcePairing(Rule):
         what, cost, fix = _MESSAGES[found.kind]
         self.report(node, what=what.format(found.text), loss=expects[1], cost=cost, fix=fix)
 
+    def _check_alternatives(self, node: nodes.Call) -> None:
+        """A loss picked by a branch (``self.loss_func = self._get_loss_func(task)`` returning
+        ``F.cross_entropy`` or ``F.binary_cross_entropy``): the BCE alternative is checked against
+        the input.  An input that cannot be traced is logits when another alternative is
+        cross-entropy, which takes logits: whichever the run picks, the same tensor reaches both."""
+        if infer.safe_infer(node.func) is not None:
+            return  # one value: a loss _expected_input does not know, not a choice between losses
+        leaves = branches.alternatives(node.func)
+        if not leaves or len(leaves) < 2:
+            return
+        needs = [_expected_input(leaf, scores=True) for leaf in leaves]
+        first = origins.input_argument(node)
+        if first is None:
+            return
+        found = origins.Tracer(_call_kind, _layer_kind, MAX_DEPTH).trace(first)
+        cross_entropy = next((n[1] for n in needs if n is not None and n[0] == "scores"), None)
+        for need in needs:
+            if need is None or need[0] == "scores":
+                continue
+            if found is not None and found.kind != need[0]:
+                what, cost, fix = _MESSAGES[found.kind]
+                self.report(node, what=what.format(found.text), loss=need[1], cost=cost, fix=fix)
+                return
+            if found is None and need[0] == "sigmoid" and cross_entropy is not None:
+                what, cost, fix = _MESSAGES["scores"]
+                self.report(node, what=what.format(cross_entropy), loss=need[1], cost=cost, fix=fix)
+                return
 
-def _expected_input(call: nodes.Call) -> Optional[Tuple[str, str]]:
-    """(kind the loss needs, loss name for the message), or None when ``call`` is not a BCE loss."""
-    name = infer.callee_qname(call)
+
+def _expected_input(loss: nodes.NodeNG, scores: bool = False) -> Optional[Tuple[str, str]]:
+    """(kind the loss needs, loss name for the message), or None when ``loss`` (the called
+    expression) is not a BCE loss; with ``scores``, cross-entropy too, as ``"scores"``."""
+    name = infer.qname(loss)
     if name is None:
         return None
-    if name not in LOGIT_LOSSES and name not in PROBABILITY_LOSSES and origins.user_forward(call.func):
+    if name not in LOGIT_LOSSES and name not in PROBABILITY_LOSSES and origins.user_forward(loss):
         return None  # a subclass with its own forward() may take either
-    if name in LOGIT_LOSSES or infer.is_instance_of(call.func, LOGIT_LOSS_CLASSES):
+    if name in LOGIT_LOSSES or infer.is_instance_of(loss, LOGIT_LOSS_CLASSES):
         return "logits", "F.binary_cross_entropy_with_logits" if "functional" in name else "BCEWithLogitsLoss"
-    if name in PROBABILITY_LOSSES or infer.is_instance_of(call.func, PROBABILITY_LOSS_CLASSES):
+    if name in PROBABILITY_LOSSES or infer.is_instance_of(loss, PROBABILITY_LOSS_CLASSES):
         return "sigmoid", "F.binary_cross_entropy" if "functional" in name else "BCELoss"
+    if scores and (name in LOG_SOFTMAX_LOSSES or infer.is_instance_of(loss, CROSS_ENTROPY_CLASSES)):
+        return "scores", "F.cross_entropy" if "functional" in name else "CrossEntropyLoss"
     return None
 
 
