@@ -10,10 +10,12 @@ launch.  A function started in fresh interpreters (``mp.spawn(main, ...)``, the
 ``spawn`` and ``forkserver`` start methods) shares nothing with the parent, the seeds
 of its random generators included: it is a run of its own (``spawned_runs``).
 A run trains (``trains``) when it reaches a backward or a framework's fit;
-``updates_parameters`` tells a backward whose gradients change weights from one
-that only checks or times them.  A module that only defines functions and
-classes makes no module-level call: it is not a run; nor is a library module of
-the project whose ``__main__`` block trains on made-up tensors (``library_self_test``).
+``updates_parameters`` tells a backward whose gradients change weights (an optimizer
+step, ``gradients.stepped_optimizer``) from one that only checks them.  A module that only
+defines functions and classes makes no module-level call: it is not a run; nor is a library
+module of the project whose ``__main__`` block trains on made-up tensors (``library_self_test``).
+``reads_data`` tells a
+call that reads data by its library, its class or where its value goes, never by its name.
 """
 from __future__ import annotations
 
@@ -266,25 +268,30 @@ def _fits(calls: List[nodes.Call]) -> bool:
     return False
 
 
-#: Prefix of the optimizers torch defines: building one shows the run means to step it.
-OPTIMIZER_PREFIX = "torch.optim."
+#: Library functions that step the optimizer they are handed (resolved through the file's imports).
+OPTIMIZER_STEP_FUNCTIONS = frozenset({"torch_xla.core.xla_model.optimizer_step"})
+#: Backwards that write gradients into a distributed-autograd context, not ``.grad``: only a
+#: ``DistributedOptimizer``'s ``step(context_id)`` (often on another worker) applies them.
+CONTEXT_BACKWARDS = frozenset({"torch.distributed.autograd.backward"})
+#: Frameworks whose engine object steps its optimizer itself (``engine.step()`` after ``deepspeed.initialize``).
+STEPPING_ENGINES = frozenset({"deepspeed"})
 
 
 def updates_parameters(calls: List[nodes.Call]) -> bool:
-    """The run changes parameters: a framework fits (``trains``), or it calls a ``step``
-    (``optimizer.step()``, ``scaler.step(opt)``, ``engine.step()``, ``xm.optimizer_step(opt)``), builds
-    a torch optimizer, or, in a function it runs, writes a gradient into a tensor in place
-    (``p -= lr * p.grad``, ``p.data.add_(p.grad, alpha=-lr)``, ``p.data = p.data - lr * p.grad``).
-    Generous: any doubt counts as an update."""
+    """The run changes parameters: a framework fits (``trains``), it steps an optimizer
+    (``gradients.stepped_optimizer``: ``optimizer.step()``, ``scaler.step(opt)``), a library function
+    or a framework engine steps one (``xm.optimizer_step(opt)``, DeepSpeed's ``engine.step()``), it runs a
+    distributed-autograd backward (``CONTEXT_BACKWARDS``, for a remote optimizer to apply), or, in
+    a function it runs, it writes a gradient into a tensor in place (``p -= lr * p.grad``,
+    ``p.data.add_(p.grad, alpha=-lr)``, ``p.data = p.data - lr * p.grad``).  A scheduler's or an
+    environment's ``step()`` updates nothing."""
     if _fits(calls):
         return True
     scopes: Dict[int, nodes.NodeNG] = {}
     for call in calls:
-        name = infer.call_name(call) or ""
-        if "step" in name.lower():
+        if _steps_optimizer(call):
             return True
-        if (infer.dotted_name(call.func) or "").startswith(OPTIMIZER_PREFIX):
-            return True  # through the file's imports: ``optim.Adam`` after ``import torch.optim as optim``
+        name = infer.call_name(call) or ""
         if name.endswith("_") and any(_reads_grad(arg) for arg in call.args):
             return True
         scopes.setdefault(id(call.scope()), call.scope())
@@ -295,6 +302,24 @@ def updates_parameters(calls: List[nodes.Call]) -> bool:
             if _reads_grad(node.value):
                 return True
     return False
+
+
+def _steps_optimizer(call: nodes.Call) -> bool:
+    if gradients.stepped_optimizer(call) is not None:
+        return True
+    if isinstance(call.func, nodes.Attribute) and call.func.attrname == "step":
+        return frameworks.framework_of(call.func.expr) in STEPPING_ENGINES
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    dotted = infer.dotted_name(call.func)
+    return dotted in OPTIMIZER_STEP_FUNCTIONS or is_context_backward(call)
+
+
+def is_context_backward(call: nodes.Call) -> bool:
+    """``dist_autograd.backward(context_id, [loss])``: gradients for a distributed optimizer (``CONTEXT_BACKWARDS``)."""
+    if infer.method_name(call) != "backward":
+        return False
+    return (infer.qname(call.func) or infer.dotted_name(call.func)) in CONTEXT_BACKWARDS
 
 
 def _reads_grad(node: nodes.NodeNG) -> bool:
@@ -309,47 +334,50 @@ DATA_LIBRARIES = (
     "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "numpy.memmap", "os.listdir",
     "os.scandir", "os.walk",
 )
-#: Words of a called name that say it reads data (``load_dataset``, ``DataLoader``, ``make_env``, ``read_csv``).
-DATA_WORDS = frozenset(
-    "data dataset datasets dataloader loader batch batches env envs environment episode rollout corpus download "
-    "fetch read reader imread csv memmap glob listdir open".split()
-)
 #: Base classes of the datasets a run may build.
 DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.IterableDataset"})
+#: Iterables of a loop that only counts repetitions.
+COUNTING_ITERABLES = frozenset({"range", "itertools.count", "tqdm.trange", "tqdm.auto.trange"})
 
 
 def library_self_test(module: nodes.Module, calls: List[nodes.Call]) -> bool:
     """The file is a library with a smoke or memory test, not a run: another module of the project
     imports it (``imported_by_project``), and its ``__main__`` block trains on made-up tensors only
     (``torch.randn`` inputs): no call of the run reads data (``reads_data``)."""
-    if not any(is_main_guard(statement) for statement in module.body):
+    if not any(is_main_guard(statement) for statement in module.body) or not imported_by_project(module):
         return False
-    if any(reads_data(call) for call in calls):
-        return False
-    return imported_by_project(module)
+    return not any(reads_data(call) for call in calls)
 
 
 def reads_data(call: nodes.Call) -> bool:
     """``call`` reads data, builds a dataset or loader, or makes an environment: a function of a
-    data library (``DATA_LIBRARIES``), ``open``, a dataset class, or a name whose words say so
-    (``get_batch``, ``load_data``, ``make_env``, ``DATA_WORDS``).  Generous: a doubt keeps the run a run."""
+    data library (``DATA_LIBRARIES``), ``open``, a dataset class, or a value that a training loop
+    iterates or that is handed to a framework's training (``loader_use.uses_of``: a loader built by a
+    helper of another module, ``AudioDataLoader(...)``)."""
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return False
-    name = infer.call_name(call) or ""
-    if DATA_WORDS & name_words(name):
-        return True
     dotted = infer.dotted_name(call.func) or infer.callee_qname(call) or ""
     if any(dotted.startswith(prefix) for prefix in DATA_LIBRARIES):
         return True
-    if isinstance(call.func, nodes.Name) and name == "open":
+    if isinstance(call.func, nodes.Name) and infer.call_name(call) == "open":
         return True
     klass = infer.safe_infer(call.func)
-    return isinstance(klass, nodes.ClassDef) and infer.class_is_subclass_of(klass, DATASET_BASES)
+    if isinstance(klass, nodes.ClassDef) and infer.class_is_subclass_of(klass, DATASET_BASES):
+        return True
+    return _feeds_training(call)
 
 
-def name_words(name: str) -> Set[str]:
-    """Lower-case words of a snake_case or CamelCase name (``MASTER_PORT``, ``DataLoader``)."""
-    return {word.lower() for word in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)}
+def _feeds_training(call: nodes.Call) -> bool:
+    """The value ``call`` makes is iterated by a loop that trains, or handed to a framework's ``fit``
+    or to another module's function together with an optimizer."""
+    from . import loader_use  # loader_use reads this module's launchers when it is imported
+
+    name = infer.call_name(call)
+    qname = infer.callee_qname(call) or infer.dotted_name(call.func) or ""  # type: ignore[arg-type]
+    if name in loops.ITERATION_WRAPPERS or qname in COUNTING_ITERABLES or qname.startswith(("builtins.", "torch.")):
+        return False  # ``range(n)``, ``enumerate(...)`` (its argument is judged itself), a torch tensor
+    uses = loader_use.uses_of(call, through_prepare=True)
+    return bool(uses.training_loops) or uses.handed_to_training
 
 
 def imported_by_project(module: nodes.Module) -> bool:

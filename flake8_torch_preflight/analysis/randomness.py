@@ -42,6 +42,7 @@ runs when the data is read rather than where the run calls it.
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Sequence, Set
 
 from astroid import nodes
@@ -433,7 +434,12 @@ def _names_words(name: Optional[str], text: bool) -> bool:
         return False
     if name in NAME_TARGETS:
         return True
-    return bool(entrypoint.name_words(name) & (NAME_WORDS if text else PORT_WORDS))
+    return bool(_name_words(name) & (NAME_WORDS if text else PORT_WORDS))
+
+
+def _name_words(name: str) -> Set[str]:
+    """Lower-case words of a snake_case or CamelCase name (``MASTER_PORT``, ``dist_url``)."""
+    return {word.lower() for word in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)}
 
 
 def _target_name(target: nodes.NodeNG) -> Optional[str]:

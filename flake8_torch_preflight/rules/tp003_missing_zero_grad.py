@@ -5,7 +5,7 @@ from typing import List, Optional, Tuple
 
 from astroid import nodes
 
-from ..analysis import dataflow, gradients, infer, loops
+from ..analysis import dataflow, entrypoint, gradients, infer, loops
 from ._base import Rule, register, text_gate
 
 #: Method names that clear gradients when called on an optimizer or a module.
@@ -13,9 +13,6 @@ GRAD_RESETS = frozenset({"zero_grad"})
 
 #: Tensor methods that clear a ``.grad`` in place (``p.grad.zero_()``).
 GRAD_TENSOR_RESETS = frozenset({"zero_", "detach_", "fill_"})
-
-#: ``dist_autograd.backward(context_id, [loss])`` writes gradients into its context, not .grad.
-CONTEXT_BACKWARDS = frozenset({"torch.distributed.autograd.backward"})
 
 
 @register
@@ -88,9 +85,7 @@ class MissingZeroGrad(Rule):
 def _is_backward(call: nodes.Call) -> bool:
     """``loss.backward()``, ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``,
     ``torch.autograd.backward(loss)``: a method call named backward."""
-    if infer.method_name(call) != "backward":
-        return False
-    return (infer.qname(call.func) or infer.dotted_name(call.func)) not in CONTEXT_BACKWARDS
+    return infer.method_name(call) == "backward" and not entrypoint.is_context_backward(call)
 
 
 def _clears_grad_tensor(call: nodes.Call) -> bool:

@@ -1,0 +1,77 @@
+"""The run's questions in ``analysis.entrypoint``: does the run update parameters (one
+optimizer-step answer, ``gradients.stepped_optimizer``), does a call read data (by library, class
+or where its value goes, not by its name)."""
+from __future__ import annotations
+
+from typing import List
+
+import pytest
+from astroid import nodes
+
+from flake8_torch_preflight.analysis import entrypoint
+from flake8_torch_preflight.analysis.build import build_module
+
+
+def _module(source: str) -> nodes.Module:
+    return build_module(source, "/tmp/tp_queries_entry_case.py")
+
+
+def _run(source: str) -> List[nodes.Call]:
+    return entrypoint.run_calls(_module(source))
+
+
+def _named(module: nodes.Module, text: str) -> nodes.Call:
+    return next(c for c in module.nodes_of_class(nodes.Call) if c.func.as_string() == text)
+
+
+# -- updates_parameters: the optimizer step is stepped_optimizer's answer -------------------------------
+
+_PRELUDE = "import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        (_PRELUDE + "model(x).sum().backward()\nopt.step()\n", True),
+        (_PRELUDE + "scaler = torch.cuda.amp.GradScaler()\nscaler.step(opt)\n", True),
+        # a scheduler's step and a helper called *_step update no parameter; building an optimizer is not stepping it
+        (_PRELUDE + "sched = torch.optim.lr_scheduler.StepLR(opt, 1)\nsched.step()\n", False),
+        ("import torch\ndef attack_step(d):\n    return d + d.grad.sign()\nattack_step(torch.ones(2))\n", False),
+        (_PRELUDE, False),
+        ("import deepspeed\nengine, _, _, _ = deepspeed.initialize(model=m)\nengine.step()\n", True),
+        ("import torch_xla.core.xla_model as xm\nxm.optimizer_step(opt)\n", True),
+        ("import torch.distributed.autograd as dist_autograd\ndist_autograd.backward(cid, [loss])\n", True),
+        ("import lightning as L\nL.Trainer().fit(m)\n", True),  # a framework's fit, from frameworks.FIT_METHODS
+        ("import torch\nw = torch.ones(2, requires_grad=True)\ndef f():\n    w.data -= 0.1 * w.grad\nf()\n", True),
+    ],
+)
+def test_updates_parameters_asks_the_optimizer_step(source: str, expected: bool) -> None:
+    assert entrypoint.updates_parameters(_run(source)) is expected
+
+
+# -- reads_data: the binding, not the name ------------------------------------------------------------
+
+
+def test_reads_data_by_where_the_value_goes() -> None:
+    module = _module(
+        "import torch\nfrom pipeline import stream, get_data_words\n"
+        "model = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in stream('train'):\n    model(x).sum().backward()\n    opt.step()\n"
+        "info = get_data_words()\n"
+        "for _ in range(3):\n    model(torch.ones(2)).sum().backward()\n"
+    )
+    assert entrypoint.reads_data(_named(module, "stream"))  # a training loop iterates it, whatever its name
+    assert not entrypoint.reads_data(_named(module, "get_data_words"))  # its name says data; nothing iterates it
+    assert not entrypoint.reads_data(_named(module, "range"))  # a count is not data
+
+
+def test_reads_data_by_library_and_class() -> None:
+    module = _module(
+        "import numpy as np\nimport torch\nfrom torch.utils.data import Dataset\n"
+        "class Pairs(Dataset):\n    pass\n"
+        "a = np.load('x.npy')\nb = open('y.txt')\nc = Pairs()\nd = torch.ones(3)\n"
+    )
+    assert entrypoint.reads_data(_named(module, "np.load"))
+    assert entrypoint.reads_data(_named(module, "open"))
+    assert entrypoint.reads_data(_named(module, "Pairs"))
+    assert not entrypoint.reads_data(_named(module, "torch.ones"))
