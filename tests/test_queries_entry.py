@@ -1,6 +1,6 @@
 """The run's questions in ``analysis.entrypoint``: does the run update parameters (one
 optimizer-step answer, ``gradients.stepped_optimizer``), does a call read data (by library, class
-or where its value goes, not by its name)."""
+or where its value goes, not by its name), is a function a benchmark on made-up tensors."""
 from __future__ import annotations
 
 from typing import List
@@ -18,6 +18,10 @@ def _module(source: str) -> nodes.Module:
 
 def _run(source: str) -> List[nodes.Call]:
     return entrypoint.run_calls(_module(source))
+
+
+def _function(module: nodes.Module, name: str) -> nodes.FunctionDef:
+    return next(f for f in module.nodes_of_class(nodes.FunctionDef) if f.name == name)
 
 
 def _named(module: nodes.Module, text: str) -> nodes.Call:
@@ -75,3 +79,62 @@ def test_reads_data_by_library_and_class() -> None:
     assert entrypoint.reads_data(_named(module, "open"))
     assert entrypoint.reads_data(_named(module, "Pairs"))
     assert not entrypoint.reads_data(_named(module, "torch.ones"))
+
+
+# -- made_up_benchmark: one answer for TP003 and TP009 ------------------------------------------------
+
+_BENCH = """\
+import time
+import torch
+
+
+def bench(width):
+    layer = torch.nn.Linear(width, width)
+    opt = torch.optim.Adam(layer.parameters())
+    x = torch.ones(4, width).to("cuda")
+    y = torch.zeros(4, width)
+    start = time.time()
+    for _ in range(100):
+        loss = ((layer(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+{tail}
+"""
+
+
+@pytest.mark.parametrize(
+    "tail, expected",
+    [
+        ("    print(time.time() - start)", True),
+        ("    print(time.time() - start)\n    return layer", False),  # the trained layer leaves
+        ("    print(time.time() - start, loss.item())", False),  # the loss is read
+        ("    torch.save(layer.state_dict(), 'l.pt')", False),  # saved
+        ("    pass", False),  # nothing is measured (the clock read is taken out below)
+    ],
+)
+def test_made_up_benchmark_measures_and_reads_nothing_trained(tail: str, expected: bool) -> None:
+    source = _BENCH.format(tail=tail)
+    module = _module(source if "time" in tail else source.replace("start = time.time()", "start = 0"))
+    assert entrypoint.made_up_benchmark(_function(module, "bench")) is expected
+
+
+def test_made_up_benchmark_needs_made_up_inputs_and_a_counting_loop() -> None:
+    loader_loop = _BENCH.format(tail="    print(time.time() - start)").replace("range(100)", "batches")
+    module = _module(loader_loop.replace("def bench(width):", "def bench(width, batches):"))
+    assert not entrypoint.made_up_benchmark(_function(module, "bench"))  # iterates what the caller hands it
+    real_input = _BENCH.format(tail="    print(time.time() - start)").replace(
+        'x = torch.ones(4, width).to("cuda")', "x = torch.load('x.pt')"
+    )
+    assert not entrypoint.made_up_benchmark(_function(_module(real_input), "bench"))
+
+
+def test_benchmark_only_when_every_backward_is_measured() -> None:
+    bench = _BENCH.format(tail="    print(time.time() - start)")
+    only = _module(bench + "\nif __name__ == '__main__':\n    bench(8)\n")
+    assert entrypoint.benchmark_only(entrypoint.run_calls(only))
+    trained = bench + (
+        "\ndef train(model, opt):\n    for x, y in torch.load('pairs.pt'):\n"
+        "        model(x).sum().backward()\n        opt.step()\n"
+        "\nif __name__ == '__main__':\n    bench(8)\n    train(torch.nn.Linear(8, 1), None)\n"
+    )
+    assert not entrypoint.benchmark_only(entrypoint.run_calls(_module(trained)))

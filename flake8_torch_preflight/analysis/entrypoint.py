@@ -14,7 +14,8 @@ A run trains (``trains``) when it reaches a backward or a framework's fit;
 step, ``gradients.stepped_optimizer``) from one that only checks them.  A module that only
 defines functions and classes makes no module-level call: it is not a run; nor is a library
 module of the project whose ``__main__`` block trains on made-up tensors (``library_self_test``).
-``reads_data`` tells a
+``made_up_benchmark`` tells a function that times or measures training steps on made-up tensors
+(a benchmark, whose trained weights nothing reads) from one that trains; ``reads_data`` tells a
 call that reads data by its library, its class or where its value goes, never by its name.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from astroid import nodes
 
-from . import dataflow, device, frameworks, gradients, infer, loops, memo
+from . import dataflow, device, evaluation, frameworks, gradients, infer, loops, memo
 from .modes import calls_in_order
 from .torch_names import MODULE_BASES
 
@@ -378,6 +379,143 @@ def _feeds_training(call: nodes.Call) -> bool:
         return False  # ``range(n)``, ``enumerate(...)`` (its argument is judged itself), a torch tensor
     uses = loader_use.uses_of(call, through_prepare=True)
     return bool(uses.training_loops) or uses.handed_to_training
+
+
+#: Clocks a benchmark reads around the code it times (resolved through the imports).
+CLOCKS = frozenset(
+    {"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic", "time.monotonic_ns",
+     "time.process_time", "timeit.default_timer"}
+)
+#: Probes of the GPU's memory use (``pynvml`` resolved through the imports).
+MEMORY_PROBES = frozenset(
+    {"torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated", "torch.cuda.memory_reserved",
+     "torch.cuda.max_memory_reserved", "torch.cuda.reset_peak_memory_stats", "torch.cuda.memory_stats",
+     "pynvml.nvmlDeviceGetMemoryInfo"}
+)
+#: CUDA events time the code between them when built with ``enable_timing=True``.
+TIMING_EVENTS = frozenset({"torch.cuda.Event"})
+
+_BENCHMARKS: "Dict[nodes.Module, Dict[int, bool]]" = memo.per_file()
+
+
+def made_up_benchmark(scope: nodes.NodeNG) -> bool:
+    """``scope`` (a function, or a module's own statements) measures training steps on made-up
+    tensors, a benchmark or a self-test rather than a training run: it reads a clock or a memory
+    probe (``CLOCKS``, ``MEMORY_PROBES``, a timing ``torch.cuda.Event``); it trains (a backward) by
+    repeating a loop that only counts (``range``) or once, on a forward whose every input is a tensor
+    built in place (``torch.ones(...)``, ``torch.randn(...)``: ``evaluation.dummy_input``); nothing it
+    runs reads data (``reads_data``); and nothing reads what it trains: the forward's outputs (and
+    the loss made from them) only reach the backward, and the trained module is not read after the
+    last backward (not evaluated, saved or returned).  A regression on generated data whose model
+    or loss is then looked at is a training run."""
+    root = scope.root()
+    table = _BENCHMARKS.setdefault(root, {})
+    if id(scope) not in table:
+        table[id(scope)] = _made_up_benchmark(scope)
+    return table[id(scope)]
+
+
+def benchmark_only(calls: List[nodes.Call]) -> bool:
+    """Every backward of the run sits in a benchmark on made-up tensors (``made_up_benchmark``) and
+    no framework fits: the run measures training steps, it does not train."""
+    backwards = [call for call in calls if infer.method_name(call) in TRAINING_METHODS]
+    if not backwards or _fits(calls):
+        return False
+    return all(made_up_benchmark(loops.enclosing_function(call) or call.root()) for call in backwards)
+
+
+def _own(scope: nodes.NodeNG, klass: type) -> List[nodes.NodeNG]:
+    """Nodes of ``klass`` in ``scope``'s own code (nested functions and classes left out)."""
+    skip = (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)
+    if isinstance(scope, nodes.Module):
+        body = [statement for statement in scope.body if not isinstance(statement, skip)]
+    else:
+        body = list(scope.body)
+    found: List[nodes.NodeNG] = []
+    for statement in body:
+        if isinstance(statement, klass):
+            found.append(statement)
+        found.extend(statement.nodes_of_class(klass, skip_klass=skip))
+    return found
+
+
+def _made_up_benchmark(scope: nodes.NodeNG) -> bool:
+    own_calls: List[nodes.Call] = _own(scope, nodes.Call)  # type: ignore[assignment]
+    backwards = [call for call in own_calls if infer.method_name(call) in TRAINING_METHODS]
+    if not backwards or not any(_probe(call) for call in own_calls):
+        return False
+    if any(not _counting(loop) for call in backwards for loop in loops.enclosing_loops(call)):
+        return False  # a loop over batches, a parameter, a list: data the caller chose
+    forwards = [call for call in own_calls if evaluation.dummy_input(call)]
+    if not forwards:
+        return False
+    statements = [s for s in scope.body if not isinstance(s, (nodes.FunctionDef, nodes.ClassDef))]
+    if any(reads_data(call) for call in loops.calls_in(statements)):
+        return False
+    return not _results_read(scope, forwards, backwards)
+
+
+def _probe(call: nodes.Call) -> bool:
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    name = infer.dotted_name(call.func) or infer.callee_qname(call) or ""
+    if name in CLOCKS or name in MEMORY_PROBES:
+        return True
+    if name in TIMING_EVENTS or infer.callee_qname(call) in TIMING_EVENTS:
+        timing = infer.argument(call, "enable_timing", 0)
+        return isinstance(timing, nodes.Const) and timing.value is True
+    return False
+
+
+def _counting(loop: nodes.NodeNG) -> bool:
+    """A ``while`` loop, or a ``for`` over ``range(n)`` (wrapped or not: ``tqdm(range(n))``)."""
+    if not isinstance(loop, nodes.For):
+        return isinstance(loop, nodes.While)
+    iterable = loop.iter
+    while isinstance(iterable, nodes.Call) and isinstance(iterable.func, (nodes.Name, nodes.Attribute)):
+        name = infer.dotted_name(iterable.func) or infer.call_name(iterable) or ""
+        if name in COUNTING_ITERABLES:
+            return True
+        if infer.call_name(iterable) not in loops.ITERATION_WRAPPERS or not iterable.args:
+            return False
+        iterable = iterable.args[0]
+    return False
+
+
+def _results_read(scope: nodes.NodeNG, forwards: List[nodes.Call], backwards: List[nodes.Call]) -> bool:
+    """Something other than the backward reads what the made-up forwards compute (a printed or
+    accumulated loss, a returned output), or the trained module is read after the last backward."""
+    outputs: Set[str] = set()
+    assigns: List[nodes.Assign] = _own(scope, nodes.Assign)  # type: ignore[assignment]
+    changed = True
+    while changed:
+        changed = False
+        for assign in assigns:
+            computed = any(call in forwards for call in assign.value.nodes_of_class(nodes.Call)) or any(
+                name.name in outputs for name in assign.value.nodes_of_class(nodes.Name)
+            )
+            targets = {name.name for target in assign.targets for name in target.nodes_of_class(nodes.AssignName)}
+            if computed and not targets <= outputs:
+                outputs |= targets
+                changed = True
+    differentiated = [call.func.expr for call in backwards if isinstance(call.func, nodes.Attribute)]
+    for name in _own(scope, nodes.Name):
+        if name.name not in outputs:
+            continue
+        statement = name.statement()
+        if isinstance(statement, nodes.Assign) and statement in assigns and loops.inside(name, statement.value):
+            targets = {n.name for target in statement.targets for n in target.nodes_of_class(nodes.AssignName)}
+            if targets <= outputs:
+                continue  # an output computed from an output: the loss
+        if any(name is receiver or loops.inside(name, receiver) for receiver in differentiated):
+            continue  # ``loss.backward()``, ``scaler.scale(loss).backward()``
+        return True
+    trained = {dataflow.binding_text(call.func) for call in forwards}
+    last = max(call.lineno for call in backwards)
+    for node in _own(scope, (nodes.Name, nodes.Attribute)):  # type: ignore[arg-type]
+        if node.lineno > last and dataflow.binding_text(node) in trained:
+            return True
+    return False
 
 
 def imported_by_project(module: nodes.Module) -> bool:

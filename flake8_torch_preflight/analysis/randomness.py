@@ -192,10 +192,9 @@ _CLASSIFIED_ROOTS = frozenset({"torch", "numpy", "random"})
 SEED, INTENT, DRAW, RESEED = "seed", "intent", "draw", "reseed"
 
 #: Where a seed that differs on every launch comes from: the clock and the OS's entropy.
-CLOCK_SOURCES = frozenset(
+CLOCK_SOURCES = entrypoint.CLOCKS | frozenset(
     {
-        "time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
-        "time.monotonic_ns", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
+        "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
         "os.urandom", "os.getrandom", "uuid.uuid4", "secrets.randbits", "secrets.randbelow", "secrets.token_bytes",
         "secrets.token_hex",
     }

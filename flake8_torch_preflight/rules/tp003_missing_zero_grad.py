@@ -30,7 +30,9 @@ class MissingZeroGrad(Rule):
         "deliberate gradient accumulation), counts."
     )
     leaves_alone = (
-        "A loop that never steps (full-batch accumulation) is not flagged."
+        "A loop that never steps (full-batch accumulation) is not flagged, nor a benchmark: a function that"
+        " times or measures the memory of forward/backward/step on tensors it makes up (``torch.ones``,"
+        " ``torch.randn``; no data read) and never reads the trained module or the loss afterwards."
     )
     example_bad = """
         import torch
@@ -70,8 +72,8 @@ class MissingZeroGrad(Rule):
         clears_all = (
             any(_clears_grad_tensor(c) or _zeroing_function(c) for c in calls) or _assigns_grad_none(loop)
         )
-        if clears_all:
-            return
+        if clears_all or entrypoint.made_up_benchmark(loops.enclosing_function(loop) or loop.root()):
+            return  # zeroed, or a benchmark on made-up tensors whose gradients nothing reads
         resets = [
             c.func.expr for c in calls if infer.method_name(c) in GRAD_RESETS and isinstance(c.func, nodes.Attribute)
         ]

@@ -7,8 +7,10 @@ run only when that code reaches a training step (``backward()``, ``fit()``,
 ``trainer.train()``): modules that only define functions, inference or
 conversion scripts, and a backward that updates nothing (no optimizer, no
 ``step``, no in-place update from ``.grad``) in a run that builds no module with
-random weights (an op's gradient check on ``torch.randn`` input) are silent; so is a library module of the project whose
-``__main__`` block trains on made-up tensors (``entrypoint.library_self_test``).
+random weights or reads no data (an op's gradient check on ``torch.randn`` input) are silent; so is a run
+whose every backward sits in a benchmark timing steps on made-up tensors (``entrypoint.benchmark_only``),
+and a library module of the project whose ``__main__`` block trains on made-up tensors
+(``entrypoint.library_self_test``).
 
 A function started in fresh interpreters (``torch.multiprocessing.spawn``, a
 ``spawn`` or ``forkserver`` context or start method) is a run of its own: the
@@ -98,9 +100,11 @@ class UnseededRun(Rule):
         " Processes started with fork (``multiprocessing.Process`` in the default context) inherit the"
         " parent's seed. A run that reseeds a generator from the clock or the OS"
         " (``random.seed(int(time.time() * 1000) + idx)`` in a dataset's ``__getitem__``, a bare ``np.random.seed()``)"
-        " is meant to differ on every launch. A backward that nothing steps, in a run that builds no layer"
-        " (an extension's gradient check on ``torch.randn``), is not training, and a module only built to lend its"
-        " ``parameters()`` to an optimizer (an LR-schedule plot) draws nothing that matters."
+        " is meant to differ on every launch. A backward that nothing steps, in a run that builds no layer or"
+        " reads no data (an extension's gradient check on ``torch.randn``), is not training, nor a run whose"
+        " every backward is in a benchmark that times steps on made-up tensors and reads nothing it trains;"
+        " a module only built to lend its ``parameters()`` to an optimizer (an LR-schedule plot) draws nothing"
+        " that matters."
     )
     example_bad = """
         import numpy as np
@@ -136,8 +140,8 @@ class UnseededRun(Rule):
         calls = entrypoint.run_calls(node)
         workers = entrypoint.spawned_runs(node, calls)
         everything = calls + [call for worker in workers for call in worker.calls]
-        if not entrypoint.trains(everything):
-            return
+        if not entrypoint.trains(everything) or entrypoint.benchmark_only(everything):
+            return  # no training step, or only steps timed on made-up tensors
         parent = _RandomState(node, calls, data_path(calls))
         states = [parent]
         for worker in workers:  # fresh interpreters: their own seeds count, not the parent's
@@ -146,8 +150,10 @@ class UnseededRun(Rule):
                                            parent.seeded))
         if any(state.reseeded for state in states):
             return  # ``random.seed(int(time.time() * 1000) + idx)`` per item: every run differs by design
-        if not entrypoint.updates_parameters(everything) and not any(state.weights for state in states):
-            return  # a backward that changes nothing, through no module's weights: a gradient check on random input
+        if not entrypoint.updates_parameters(everything) and (
+            not any(state.weights for state in states) or not any(entrypoint.reads_data(c) for c in everything)
+        ):
+            return  # a backward that changes nothing, through no module's weights or on no data: a gradient check
         findings = [finding for state in states for finding in state.findings()]
         if findings and entrypoint.library_self_test(node, calls):
             return  # a module the project imports, whose __main__ block trains on made-up tensors
