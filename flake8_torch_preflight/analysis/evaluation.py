@@ -9,7 +9,9 @@ and the counter-evidence: a pass that uses gradients (backward, autograd.grad, r
 a model frozen with ``requires_grad_(False)``.  All syntactic except where noted.
 
 A forward that runs once (:func:`repeats`, :func:`dummy_input`, :func:`test_module`) is not an
-evaluation loop: TP002 asks its callers whether their function runs once too.
+evaluation loop: TP002 asks its callers whether their function runs once too.  A forward on a
+``Variable(x, volatile=True)`` input (:func:`volatile_input`) runs without autograd in the
+PyTorch (0.3 and before) the file is written for.
 
 A forward under another name is a method of the project's model class that runs its submodules
 (:func:`model_method`).  A pass function shared by training and validation is an evaluation for
@@ -373,19 +375,47 @@ def _in_first_iterable(node: nodes.NodeNG, comprehension: nodes.NodeNG) -> bool:
 def dummy_input(call: nodes.Call) -> bool:
     """Every argument of the forward is a tensor built in place by a factory (``torch.ones(1, 3, 64, 64)``,
     moved or cast): a warm-up or a shape probe, not data."""
-    arguments = list(call.args) + [kw.value for kw in call.keywords or ()]
-    return bool(arguments) and all(_factory_tensor(a) for a in arguments)
+    arguments = _arguments(call)
+    return bool(arguments) and all(_always(a, _factory_call) for a in arguments)
 
 
-def _factory_tensor(expr: nodes.NodeNG, hops: int = 3) -> bool:
-    """A factory-built tensor, moved or cast, inline or through a name every reaching assignment of
-    which is one (``x = torch.rand(...)`` then ``if use_gpu: x = x.cuda()``)."""
+#: The pre-0.4 autograd wrapper.  ``Variable(x, volatile=True)`` switched autograd off for every
+#: operation reading it, the way ``no_grad`` does since 0.4 (which ignores ``volatile``).
+VARIABLE = "torch.autograd.Variable"
+
+
+def volatile_input(call: nodes.Call) -> bool:
+    """An argument of the forward is ``Variable(x, volatile=True)`` (inline, or every assignment
+    reaching the name, moves and casts left aside): in the PyTorch the file is written for (0.3 and
+    before) the forward builds no graph, an inference forward."""
+    return any(_always(a, _volatile_variable) for a in _arguments(call))
+
+
+def _arguments(call: nodes.Call) -> List[nodes.NodeNG]:
+    return list(call.args) + [kw.value for kw in call.keywords or ()]
+
+
+def _factory_call(expr: nodes.NodeNG) -> bool:
+    return isinstance(expr, nodes.Call) and infer.dotted_name(expr.func) in TENSOR_FACTORIES
+
+
+def _volatile_variable(expr: nodes.NodeNG) -> bool:
+    if not (isinstance(expr, nodes.Call) and infer.dotted_name(expr.func) == VARIABLE):
+        return False
+    flag = infer.argument(expr, "volatile", 2)
+    return isinstance(flag, nodes.Const) and flag.value is True
+
+
+def _always(expr: nodes.NodeNG, made: Callable[[nodes.NodeNG], bool], hops: int = 3) -> bool:
+    """``made`` holds for ``expr`` once moves and casts are stripped (``torch.ones(...).cuda()``),
+    inline or for every assignment reaching a name, unpacked literal tuples included
+    (``x = torch.rand(...)`` then ``if use_gpu: x = x.cuda()``; ``x, y = Variable(x, ...), y``)."""
     while isinstance(expr, nodes.Call) and infer.method_name(expr) in _MOVES and isinstance(expr.func, nodes.Attribute):
         expr = expr.func.expr
     if isinstance(expr, nodes.Name) and hops > 0:
-        values = dataflow.assigned_values(expr)
-        return bool(values) and all(_factory_tensor(value, hops - 1) for value in values)  # type: ignore[union-attr]
-    return isinstance(expr, nodes.Call) and infer.dotted_name(expr.func) in TENSOR_FACTORIES
+        values = dataflow.assigned_values(expr, unpack=True)
+        return bool(values) and all(_always(value, made, hops - 1) for value in values)  # type: ignore[union-attr]
+    return made(expr)
 
 
 def enables_grad(node: nodes.NodeNG) -> bool:

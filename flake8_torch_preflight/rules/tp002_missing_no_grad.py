@@ -46,7 +46,9 @@ class MissingNoGrad(Rule):
         "unconditional forward is reported once, naming that call's line."
     )
     leaves_alone = (
-        "It is silent under no_grad/inference_mode/set_grad_enabled(False), in decorated functions, in "
+        "It is silent under no_grad/inference_mode/set_grad_enabled(False), on an input wrapped in "
+        "Variable(x, volatile=True) (how PyTorch 0.3 and earlier, which the file is written for, turned "
+        "autograd off), in decorated functions, in "
         "functions whose every call site in the file disables autograd, in Lightning's "
         "validation_step/test_step/predict_step (the trainer disables it), and where gradients are wanted "
         "(backward(), autograd.grad or requires_grad_ in the same pass: adversarial evaluation, saliency "
@@ -143,6 +145,8 @@ class MissingNoGrad(Rule):
             why = None if shared is None else "eval call at line {}".format(shared.lineno)
         if why is None:
             return  # checked before the whole-file analysis is started: it needs none
+        if evaluation.volatile_input(node):
+            return  # ``Variable(x, volatile=True)``: PyTorch 0.3's no_grad, in the version the file is for
         if method is not None and shared is None and split_loop is None and (mode is None or mode[0] != "eval"):
             return  # a model method in a function only named like an evaluation: a name is too weak here
         p = provenance.of(self.ctx)
