@@ -147,3 +147,70 @@ def test_one_accumulation_answer_for_the_rule_and_the_reader(loop: str, expected
     else:
         assert [(f.text, f.rescaled) for f in found][:1] == [expected]
         assert found[0].divisor is not None and found[0].steps
+
+
+# -- what a name may hold: infer.bound_values --------------------------------------------------------
+
+def _bound(source: str, marker: str = "probe") -> Optional[list]:
+    """``infer.bound_values`` of the argument of the call ``probe(x)`` in ``source``, as text."""
+    module = _module(source)
+    call = next(c for c in module.nodes_of_class(nodes.Call) if infer.call_name(c) == marker)
+    found = infer.bound_values(call.args[0])
+    return None if found is None else [v.as_string() for v in found]
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        # every assignment that may reach the name
+        ("x = 1\nif c:\n    x = 2\nprobe(x)\n", ["1", "2"]),
+        # the element of a literal tuple it is unpacked from
+        ("a, b = 1, 'cpu'\nprobe(b)\n", ["'cpu'"]),
+        # a loop target or a call's unpacking holds nothing that can be read
+        ("for x in xs:\n    probe(x)\n", None),
+        ("a, b = f()\nprobe(b)\n", None),
+        # self.attr: its assignments in the class's methods
+        ("class T:\n    def __init__(self):\n        self.n = 4\n    def run(self):\n        probe(self.n)\n", ["4"]),
+        # a parameter: what every call site passes, by position or by keyword
+        ("def f(a, b):\n    probe(b)\nf(1, 2)\nf(3, b=4)\nf(b=5, a=6)\n", ["2", "4", "5"]),
+        # a call site that passes nothing gives the default
+        ("def f(a, b=7):\n    probe(b)\nf(1)\nf(1, 8)\n", ["7", "8"]),
+        ("def f(a, *, b=7):\n    probe(b)\nf(1)\nf(1, b=9)\n", ["7", "9"]),
+        # a method: self is not passed by the call site; through the class it is
+        ("class T:\n    def m(self, k):\n        probe(k)\n    def run(self):\n        self.m(3)\n"
+         "        T.m(self, 5)\n", ["3", "5"]),
+        # __init__: the constructions of the class are its call sites
+        ("class T:\n    def __init__(self, k):\n        probe(k)\nT(1)\nT(k=2)\n", ["1", "2"]),
+        ("class T:\n    def __init__(self, k):\n        probe(k)\nclass U(T):\n    pass\n"
+         "def f(t: T):\n    return isinstance(t, T)\nT(1)\nU(3)\n", ["1", "3"]),  # a subclass that inherits it
+    ],
+)
+def test_bound_values_reads_assignments_then_call_sites(source: str, expected: Optional[list]) -> None:
+    assert _bound(source) == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(a, b):\n    probe(b)\n",  # never called in the file
+        "def f(a, b):\n    probe(b)\nf(1, 2)\nf(*xs)\n",  # *args at or before its position
+        "def f(a, b):\n    probe(b)\nf(1, 2)\nf(1, **kw)\n",  # **kwargs without its keyword
+        "def f(a, b):\n    probe(b)\nf(1, 2)\nf(1)\n",  # a call site that passes nothing, no default
+        "def f(a, b, /):\n    probe(b)\nf(1, b=2)\n",  # a positional-only parameter is not a keyword
+        "def f(a, b):\n    probe(b)\nf(1, 2)\ng = map(f, xs)\n",  # handed on: calls out of sight
+        "class T:\n    def m(self, k):\n        probe(k)\n    def run(self):\n        self.m(3)\n"
+        "        hook(self.m)\n",  # a method handed on as a callback
+        # a subclass's opaque construction
+        "class T:\n    def __init__(self, k):\n        probe(k)\nclass U(T):\n    pass\nT(1)\nU(*xs)\n",
+        "class T:\n    def __init__(self, k):\n        probe(k)\n    @classmethod\n    def make(cls):\n"
+        "        return cls(2)\nT(1)\n",  # built by ``cls(...)``
+        "class T:\n    def __init__(self, k):\n        probe(k)\nT(1)\nREGISTRY = {'t': T}\n",  # the class handed on
+    ],
+)
+def test_bound_values_unknown_when_a_call_site_is_not_visible(source: str) -> None:
+    assert _bound(source) is None
+
+
+def test_bound_values_keyword_beats_position_and_kwargs_order() -> None:
+    assert _bound("def f(a, b):\n    probe(b)\nf(1, **kw, b=3)\n") == ["3"]
+    assert _bound("def f(a, b):\n    probe(b)\nf(1, 2, **kw)\n") == ["2"]  # given by position: not in **kw

@@ -379,9 +379,7 @@ def classify_device(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> Optional[str]
             return "device"
         return classify_device(first, depth - 1) or "device"
     if isinstance(expr, (nodes.Name, nodes.Attribute)):
-        values = dataflow.assigned_values(expr)
-        if not values and isinstance(expr, nodes.Name):
-            values = infer.parameter_arguments(expr)
+        values = infer.bound_values(expr)
         if values:
             merged = _merge([classify_device(v, depth - 1) for v in values])
             if merged is not None:

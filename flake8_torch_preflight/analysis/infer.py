@@ -310,9 +310,14 @@ def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     A plain function's call sites are the calls of its name; a method's are the calls
     ``obj.method(...)`` / ``self.method(...)`` of the file that resolve to it (``self`` is not a
     parameter a call site passes; a call of the same name on a receiver that cannot be resolved,
-    such as a framework object's ``fabric.backward(loss)``, is not counted).  None when ``name`` is
-    not such a parameter, when the function has no call site in the file, or when a call site is
-    opaque (``*args``/``**kwargs``) for this parameter.  Defaults count as arguments.
+    such as a framework object's ``fabric.backward(loss)``, is not counted), and for ``__init__``
+    also the constructions ``Klass(...)`` of its class and of the file's subclasses that inherit it.
+    A call site passes its keyword, else its position (never a keyword for a positional-only
+    parameter; ``Klass.method(obj, x)`` passes ``self`` first), else the default.  None when
+    ``name`` is not such a parameter, when the function has no call site in the file, when one is
+    opaque for this parameter (``*args`` at or before its position, ``**kwargs`` without its
+    keyword, nothing passed and no default), or when the function is handed on as a value
+    (``map(f, xs)``, ``hook=self.on_step``): then some calls are not in sight.
     """
     binding = dataflow.single_binding(name)
     if binding is None:
@@ -322,6 +327,10 @@ def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     if not isinstance(func, nodes.FunctionDef):
         return None
     positional = [a.name for a in (arguments.posonlyargs or []) + (arguments.args or [])]
+    keywords = [a.name for a in (arguments.args or []) + (arguments.kwonlyargs or [])]
+    if name.name not in positional and name.name not in keywords:
+        return None  # ``*args`` / ``**kwargs``
+    unbound = positional
     if func.is_method():
         if func.type == "classmethod" or func.type == "method":
             if not positional or positional[0] == name.name:
@@ -330,28 +339,122 @@ def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
         calls = _method_call_sites(func)
     else:
         calls = _calls_by_name(func.root()).get(func.name, [])
-    if not calls:
+    if not calls or _handed_on(func):
         return None
     found: List[nodes.NodeNG] = []
     for call in calls:
-        value = _argument_for(call, name.name, positional, arguments)
+        order = positional
+        if func.type == "method" and _unbound_call(call):
+            order = unbound  # ``Base.__init__(self, x)``: the instance is passed first
+        value = _argument_for(call, name.name, order, keywords, arguments)
         if value is None:
             return None
         found.append(value)
     return found
 
 
+def _unbound_call(call: nodes.Call) -> bool:
+    """``Klass.method(obj, ...)``: a method called through its class, the instance passed first."""
+    if not isinstance(call.func, nodes.Attribute):
+        return False
+    value = safe_infer(call.func)
+    return isinstance(value, UnboundMethod) and not isinstance(value, BoundMethod)
+
+
 _METHOD_SITES: "Dict[nodes.FunctionDef, Optional[List[nodes.Call]]]" = memo.per_file()
 
 
 def _method_call_sites(func: nodes.FunctionDef) -> Optional[List[nodes.Call]]:
-    """Calls ``x.<func.name>(...)`` of the file that resolve to the method ``func``."""
+    """Calls ``x.<func.name>(...)`` of the file that resolve to the method ``func``; for ``__init__``
+    also the constructor calls of its class and of the file's subclasses that do not redefine it."""
     if func in _METHOD_SITES:
         return _METHOD_SITES[func]
     _METHOD_SITES[func] = None  # provisional: inferring a call site may ask for this parameter again
-    found = [call for call in _calls_by_attribute(func.root()).get(func.name, []) if function_def(call.func) is func]
+    module = func.root()
+    found = [call for call in _calls_by_attribute(module).get(func.name, []) if function_def(call.func) is func]
+    klass = func.parent
+    if func.name == "__init__" and isinstance(klass, nodes.ClassDef):
+        for cls in module.nodes_of_class(nodes.ClassDef):
+            if cls is not klass and not class_is_subclass_of(cls, frozenset({klass.qname()})):
+                continue
+            try:
+                inherited = cls.getattr("__init__")[0] is func
+            except (AstroidError, RecursionError, IndexError):
+                inherited = False
+            if not inherited:
+                continue
+            if _handed_on(cls) or _builds_itself(cls):
+                found = []  # built where the call cannot be read: no answer
+                break
+            found.extend(call for call in _calls_by_name(module).get(cls.name, []) if safe_infer(call.func) is cls)
     _METHOD_SITES[func] = found
     return found
+
+
+def _builds_itself(klass: nodes.ClassDef) -> bool:
+    """A method of ``klass`` builds an instance of its own class without naming it: ``cls(...)``,
+    ``type(self)(...)``, ``self.__class__(...)``."""
+    for call in klass.nodes_of_class(nodes.Call):
+        func = call.func
+        if isinstance(func, nodes.Name) and func.name == "cls":
+            return True
+        if isinstance(func, nodes.Call) and call_name(func) == "type":
+            return True
+        if isinstance(func, nodes.Attribute) and func.attrname == "__class__":
+            return True
+    return False
+
+
+_READS: "Dict[nodes.Module, Dict[str, List[nodes.NodeNG]]]" = memo.per_file()
+
+
+def _handed_on(func: "nodes.FunctionDef | nodes.ClassDef") -> bool:
+    """``func`` (a function, or a class whose constructions are read) is read in its file other than
+    as the callee of a call (``map(f, xs)``, ``register_hook(self.on_grad)``, ``Thread(target=worker)``,
+    ``REGISTRY = {"mlp": MLP}``): it may be called where its call sites cannot be seen.  A class
+    named as a base, in ``isinstance`` or in an annotation is not handed on."""
+    module = func.root()
+    table = _READS.get(module)
+    if table is None:
+        table = {}
+        for node in module.nodes_of_class((nodes.Name, nodes.Attribute)):
+            if isinstance(node.parent, nodes.Call) and node.parent.func is node or _names_a_type(node):
+                continue
+            table.setdefault(str(node.name if isinstance(node, nodes.Name) else node.attrname), []).append(node)
+        _READS[module] = table
+    for node in table.get(func.name, ()):
+        if isinstance(node, nodes.Name):
+            try:
+                _, bindings = node.lookup(node.name)
+            except (AstroidError, RecursionError):
+                return True
+            if func in bindings:
+                return True
+        elif isinstance(func, nodes.FunctionDef) and func.is_method() and function_def(node) is func:
+            return True
+    return False
+
+
+def _names_a_type(node: nodes.NodeNG) -> bool:
+    """``node`` names a type without calling it: a base class, ``isinstance(x, T)``, an annotation."""
+    child, parent = node, node.parent
+    while parent is not None and not isinstance(parent, nodes.Module):
+        if isinstance(parent, nodes.ClassDef) and child in parent.bases:
+            return True
+        if isinstance(parent, nodes.Call) and call_name(parent) in ("isinstance", "issubclass"):
+            return child in parent.args[1:]
+        if isinstance(parent, nodes.AnnAssign) and child is parent.annotation:
+            return True
+        if isinstance(parent, nodes.FunctionDef) and child is parent.returns:
+            return True
+        if isinstance(parent, nodes.Arguments) and child in (
+                list(parent.annotations or []) + list(parent.kwonlyargs_annotations or [])
+                + list(parent.posonlyargs_annotations or []) + [parent.varargannotation, parent.kwargannotation]):
+            return True
+        if parent.is_statement:
+            return False
+        child, parent = parent, parent.parent
+    return False
 
 
 _ATTRIBUTE_CALLS: "Dict[nodes.Module, Dict[str, List[nodes.Call]]]" = memo.per_file()
@@ -369,24 +472,50 @@ def _calls_by_attribute(module: nodes.Module) -> Dict[str, List[nodes.Call]]:
 
 
 def _argument_for(
-    call: nodes.Call, param: str, positional: List[str], arguments: nodes.Arguments
+    call: nodes.Call, param: str, positional: List[str], keywords: List[str], arguments: nodes.Arguments
 ) -> Optional[nodes.NodeNG]:
-    for kw in call.keywords or ():
-        if kw.arg == param:
-            return kw.value
-        if kw.arg is None:
-            return None  # **kwargs may hold it
+    """What ``call`` passes for ``param``: its keyword (when it may be given so), else its position,
+    else the default; None when ``*args`` / ``**kwargs`` may hold it or nothing is passed."""
+    if param in keywords:
+        for kw in call.keywords or ():
+            if kw.arg == param:
+                return kw.value
     if param in positional:
         index = positional.index(param)
         if any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]):
             return None
         if index < len(call.args):
             return call.args[index]
+    if any(kw.arg is None for kw in call.keywords or ()):
+        return None  # **kwargs may hold it
     try:
         default = arguments.default_value(param)
     except Exception:
         return None
     return default if isinstance(default, nodes.NodeNG) else None
+
+
+_BOUND: "Dict[nodes.NodeNG, Optional[List[nodes.NodeNG]]]" = memo.per_file()
+
+
+def bound_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
+    """What a Name or ``self.attr`` may hold: the right-hand side of every assignment that may reach
+    it (the element of a literal tuple it is unpacked from), else, for a parameter, what every
+    in-file call site passes (``parameter_arguments``: keyword, else position, else the default).
+    None when unknown: any binding that is not an assignment (a loop target, an import, the
+    unpacking of a call), a parameter with a call site out of sight, or another expression.
+
+    One step: a value that is itself a name is returned as is, and a caller that follows it
+    further bounds its own walk; the answer is kept for the file.
+    """
+    if expr in _BOUND:
+        return _BOUND[expr]
+    _BOUND[expr] = None  # provisional: resolving a call site may come back to this name
+    values = dataflow.assigned_values(expr, unpack=True)
+    if not values and isinstance(expr, nodes.Name):
+        values = parameter_arguments(expr)
+    found = _BOUND[expr] = values or None
+    return found
 
 
 def _infer_from_call_sites(name: nodes.Name, depth: int) -> Optional[object]:

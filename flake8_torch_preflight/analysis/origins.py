@@ -26,7 +26,7 @@ unknown: ``None``, and the rules stay silent.
 """
 from __future__ import annotations
 
-from typing import Callable, List, NamedTuple, Optional, Set
+from typing import Callable, NamedTuple, Optional, Set
 
 from astroid import nodes
 
@@ -101,14 +101,12 @@ class Tracer:
 
     def _origin(self, expr: nodes.NodeNG) -> Optional[Origin]:
         if isinstance(expr, nodes.Name):
-            values = dataflow.assigned_values(expr)
+            unpacked = _unpacked_from_call(expr)
+            if unpacked is not None:
+                return self.element(*unpacked)
+            values = infer.bound_values(expr)  # its assignments, or what every call site passes
             if not values:
-                unpacked = _unpacked_from_call(expr)
-                if unpacked is not None:
-                    return self.element(*unpacked)
-                values = infer.parameter_arguments(expr)  # a parameter: what every call site passes
-                if not values:
-                    return None
+                return None
             kinds = {self.origin(v) for v in values}
             return kinds.pop() if len(kinds) == 1 else None  # every reaching value must agree
         if isinstance(expr, nodes.Subscript) and isinstance(expr.value, nodes.Call):
@@ -232,15 +230,6 @@ def _called_module(call: nodes.Call) -> nodes.NodeNG:
     return call.func
 
 
-def _bound_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
-    """What a Name or ``self.attr`` is bound to: its reaching assignments, or for a parameter of a
-    plain function what every call site of the file passes."""
-    values = dataflow.assigned_values(expr)
-    if not values and isinstance(expr, nodes.Name):
-        values = infer.parameter_arguments(expr)
-    return values or None
-
-
 def _sequential_construction(expr: nodes.NodeNG, depth: int) -> Optional[nodes.Call]:
     """The ``nn.Sequential(...)`` call that built the module ``expr`` refers to: through one reaching
     assignment or call-site argument, Module methods returning the module itself, and a function
@@ -248,7 +237,7 @@ def _sequential_construction(expr: nodes.NodeNG, depth: int) -> Optional[nodes.C
     if depth <= 0:
         return None
     if isinstance(expr, (nodes.Name, nodes.Attribute)) and not isinstance(expr, nodes.Call):
-        values = _bound_values(expr)
+        values = infer.bound_values(expr)
         if not values or len(values) != 1:
             return None
         return _sequential_construction(values[0], depth - 1)

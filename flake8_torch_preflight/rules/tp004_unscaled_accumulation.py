@@ -341,9 +341,9 @@ def _constructions(expr: nodes.NodeNG, depth: int) -> Optional[List[Tuple[nodes.
     if isinstance(expr, nodes.Call):
         values = [expr]
     elif isinstance(expr, (nodes.Name, nodes.Attribute)):
-        values = dataflow.assigned_values(expr)
+        values = infer.bound_values(expr)
         if not values and isinstance(expr, nodes.Name):
-            values = _unpacked_from_wrapper(expr) or infer.parameter_arguments(expr)
+            values = _unpacked_from_wrapper(expr)
     if not values:
         return None
     found: List[Tuple[nodes.Call, str]] = []

@@ -311,7 +311,7 @@ def _per_item_work(dataset: object, depth: int) -> object:
     if infer.is_instance_of(dataset, IN_MEMORY_DATASETS) or device.is_tensor(dataset):
         return False  # a TensorDataset, or a tensor indexed row by row
     if isinstance(dataset, (nodes.Name, nodes.Attribute)):
-        values = _bound_values(dataset)
+        values = _dataset_values(dataset)
         if values:
             return _combine([_per_item_work(v, depth - 1) for v in values])
     if isinstance(dataset, nodes.Subscript):
@@ -324,22 +324,19 @@ def _per_item_work(dataset: object, depth: int) -> object:
     return None if klass is None else _class_work(klass, depth)
 
 
-def _bound_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
-    """What a name or ``self.attr`` is bound to: its assignments, the arguments of a parameter's
-    in-file call sites, or the dataset ``random_split`` cut it from (``train, val = random_split(ds, ...)``)."""
-    values = dataflow.assigned_values(expr)
-    if values:
+def _dataset_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
+    """What a name or ``self.attr`` holding a dataset is bound to (``infer.bound_values``), or the
+    dataset ``random_split`` cut it from (``train, val = random_split(ds, ...)``)."""
+    values = infer.bound_values(expr)
+    if values or not isinstance(expr, nodes.Name):
         return values
-    if not isinstance(expr, nodes.Name):
-        return None
     binding = dataflow.single_binding(expr)
     if binding is not None and isinstance(binding.parent, (nodes.Tuple, nodes.List)):
         assign = binding.parent.parent
         if isinstance(assign, nodes.Assign) and isinstance(assign.value, nodes.Call):
             if infer.callee_qname(assign.value) in SPLITTERS and assign.value.args:
                 return [assign.value.args[0]]
-        return None
-    return infer.parameter_arguments(expr)
+    return None
 
 
 def _combine(found: List[object]) -> object:
@@ -564,8 +561,8 @@ def _constant(expr: nodes.NodeNG) -> object:
     """The int/bool constant ``expr`` always holds (a literal, a name every reaching assignment or
     in-file call site binds to the same literal), or ``_OPAQUE``."""
     values: Optional[List[nodes.NodeNG]] = [expr]
-    if isinstance(expr, nodes.Name):
-        values = dataflow.assigned_values(expr) or infer.parameter_arguments(expr)
+    if isinstance(expr, (nodes.Name, nodes.Attribute)):
+        values = infer.bound_values(expr)
     if not values or not all(isinstance(v, nodes.Const) and isinstance(v.value, (bool, int)) for v in values):
         return _OPAQUE
     distinct = {(type(v.value), v.value) for v in values}
@@ -590,8 +587,8 @@ def _dataset_on_device(expr: nodes.NodeNG, depth: int) -> bool:
         return False
     if device.is_device_value(expr):
         return True
-    if isinstance(expr, nodes.Name):
-        values = dataflow.assigned_values(expr) or infer.parameter_arguments(expr) or []
+    if isinstance(expr, (nodes.Name, nodes.Attribute)):
+        values = infer.bound_values(expr) or []
         if any(_dataset_on_device(v, depth - 1) for v in values):
             return True
     if isinstance(expr, nodes.Call):
