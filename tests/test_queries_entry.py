@@ -1,6 +1,7 @@
-"""The run's questions in ``analysis.entrypoint``: does the run update parameters (one
-optimizer-step answer, ``gradients.stepped_optimizer``), does a call read data (by library, class
-or where its value goes, not by its name), is a function a benchmark on made-up tensors."""
+"""The run's questions in ``analysis.entrypoint`` and the fresh-model draw in ``analysis.randomness``:
+does the run update parameters (one optimizer-step answer, ``gradients.stepped_optimizer``), does a
+call read data (by library, class or where its value goes, not by its name), is a function a
+benchmark on made-up tensors, and does building a model nothing reads draw its initialisation."""
 from __future__ import annotations
 
 from typing import List
@@ -8,7 +9,7 @@ from typing import List
 import pytest
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import entrypoint
+from flake8_torch_preflight.analysis import entrypoint, randomness
 from flake8_torch_preflight.analysis.build import build_module
 
 
@@ -138,3 +139,33 @@ def test_benchmark_only_when_every_backward_is_measured() -> None:
         "\nif __name__ == '__main__':\n    bench(8)\n    train(torch.nn.Linear(8, 1), None)\n"
     )
     assert not entrypoint.benchmark_only(entrypoint.run_calls(_module(trained)))
+
+
+# -- the initialisation of a model nothing reads --------------------------------------------------------
+
+_FRESH = """\
+import torch
+from unreadable_models import Net
+model = Net({arguments})
+{between}
+optimizer = torch.optim.SGD({parameters}, lr=0.1)
+"""
+
+
+@pytest.mark.parametrize(
+    "arguments, between, parameters, expected",
+    [
+        ("width=8", "", "model.parameters()", True),
+        ("width=8", "model = torch.nn.DataParallel(model).cuda()", "model.parameters()", True),
+        ("width=8", "params = filter(lambda p: p.requires_grad, model.parameters())", "params", True),
+        ("width=8", "model.load_state_dict(torch.load('m.pt'))", "model.parameters()", False),
+        ("pretrained=True", "", "model.parameters()", False),
+        ("checkpoint_path='m.pt'", "", "model.parameters()", False),
+        ("width=8", "", "[torch.zeros(2, requires_grad=True)]", False),  # not its parameters: not trained here
+    ],
+)
+def test_fresh_model_draws_its_initialisation(arguments: str, between: str, parameters: str, expected: bool) -> None:
+    module = _module(_FRESH.format(arguments=arguments, between=between, parameters=parameters))
+    found = randomness.effect(_named(module, "Net"))
+    drawn = found is not None and found.kind == randomness.DRAW and found.weights
+    assert drawn is expected

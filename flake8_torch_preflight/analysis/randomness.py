@@ -9,7 +9,9 @@ TP009):
   are randomly initialised, and building a class of another readable module
   of the project whose ``__init__`` draws; not when it is built on the meta device or under
   ``init_module(empty_init=True)``, ``device.built_empty``, nor when the module is only bound
-  to a name whose every use reads its ``parameters()`` (``parameters_only``); building a random
+  to a name whose every use reads its ``parameters()`` (``parameters_only``); building a model of
+  a class that is not read through, whose ``parameters()`` an optimizer is built over and into which
+  nothing loads weights (``_fresh_model``: it trains from a random initialisation); building a random
   torchvision transform, which draws each time it is applied), NumPy's global one (``np.random.*``), the
   ``random`` module's, or a separate generator built without a seed
   (``np.random.default_rng()``, ``random.Random()``).  A draw given
@@ -48,8 +50,8 @@ from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Sequen
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import brain, dataflow, device, entrypoint, frameworks, gradients, infer, memo
-from .torch_names import MODULE_BASES
+from . import brain, dataflow, device, entrypoint, frameworks, gradients, infer, memo, models
+from .torch_names import MODEL_WRAPPERS, MODULE_BASES, OPTIMIZER_BASES
 
 #: The process-wide generators a seed can reach.
 TORCH, NUMPY, RANDOM = "torch", "numpy", "random"
@@ -356,6 +358,7 @@ def _local(call: nodes.Call, qname: str, depth: int) -> Optional[Effect]:
         _project_seeds(call, depth)
         or _seed_named(call, qname.rsplit(".", 1)[-1])
         or _project_constructor_draws(call, depth)
+        or _fresh_model(call)
     )
 
 
@@ -504,6 +507,7 @@ def _third_party(call: nodes.Call, dotted: str, depth: int) -> Optional[Effect]:
         _project_seeds(call, depth)
         or _seed_named(call, dotted.rsplit(".", 1)[-1])
         or _project_constructor_draws(call, depth)
+        or _fresh_model(call)
     )
 
 
@@ -530,6 +534,107 @@ def _project_constructor_draws(call: nodes.Call, depth: int) -> Optional[Effect]
             label = "{} ({})".format(_label(call), "weight init" if weights else "constructor")
             return Effect(DRAW, frozenset({TORCH}), label, weights)
     return None
+
+
+#: Words of a constructor's keyword that may hand it trained weights (``pretrained=True``, ``checkpoint=path``):
+#: such a model may start from them, not from a random initialisation.
+WEIGHT_SOURCE_WORDS = frozenset({"pretrained", "checkpoint", "ckpt", "weights", "resume", "load", "path", "file"})
+#: How many rebindings (``model = model.cuda()``, ``model = DataParallel(model)``) are followed to the
+#: model's ``parameters()``.
+MODEL_HOPS = 2
+
+
+def _fresh_model(call: nodes.Call) -> Optional[Effect]:
+    """Building a model of a class the analysis does not read through (another module, a library:
+    ``DeepSpeech(...)`` from ``model.py``), bound to a name whose ``parameters()`` an optimizer is
+    built over, with no weights loaded into it (no ``load*`` method called on it, no keyword that may
+    hand it a checkpoint): it trains from a random initialisation, whatever its class body says."""
+    name = infer.call_name(call) or ""
+    if not name[:1].isupper() or device.built_empty(call):
+        return None  # classes are named in CamelCase; ``Model.load(path)`` is not a constructor
+    if any(_name_words(kw.arg or "") & WEIGHT_SOURCE_WORDS for kw in call.keywords or ()):
+        return None
+    target = dataflow.assigned_name(call)
+    if target is None or not _optimized_fresh(target, MODEL_HOPS):
+        return None
+    return Effect(DRAW, frozenset({TORCH}), "{} (weight init)".format(_label(call)), True)
+
+
+def _optimized_fresh(binding: nodes.AssignName, hops: int) -> bool:
+    """An optimizer is built over the parameters of the model ``binding`` holds (or of a rebinding
+    that wraps it), and nothing loads weights into it."""
+    optimized = False
+    for use in dataflow.name_uses(binding):
+        parent = use.parent
+        if isinstance(parent, nodes.Attribute) and parent.attrname.startswith("load"):
+            return False  # ``model.load_state_dict(...)``: trained weights replace the initialisation
+        if isinstance(parent, nodes.Attribute) and parent.attrname in gradients.PARAMETER_METHODS:
+            if isinstance(parent.parent, nodes.Call) and parent.parent.func is parent:
+                optimized = optimized or _reaches_optimizer(parent.parent, 1)
+            continue
+        rebound = _rebinding(use)
+        if rebound is not None and hops > 0:
+            if _loads_into(rebound, hops - 1):
+                return False
+            optimized = optimized or _optimized_fresh(rebound, hops - 1)
+    return optimized
+
+
+def _loads_into(binding: nodes.AssignName, hops: int) -> bool:
+    for use in dataflow.name_uses(binding):
+        if isinstance(use.parent, nodes.Attribute) and use.parent.attrname.startswith("load"):
+            return True
+        rebound = _rebinding(use)
+        if rebound is not None and hops > 0 and _loads_into(rebound, hops - 1):
+            return True
+    return False
+
+
+def _rebinding(use: nodes.Name) -> Optional[nodes.AssignName]:
+    """The name bound to the same model wrapped or moved (``model = nn.DataParallel(model).cuda()``):
+    ``use`` reaches the assigned value only through methods that return the module
+    (``models.SELF_RETURNING_METHODS``) and parallel wrappers (``MODEL_WRAPPERS``)."""
+    node: nodes.NodeNG = use
+    while True:
+        parent = node.parent
+        if isinstance(parent, nodes.Attribute) and parent.attrname in models.SELF_RETURNING_METHODS:
+            call = parent.parent
+            if not isinstance(call, nodes.Call) or call.func is not parent:
+                return None
+            node = call
+        elif isinstance(parent, nodes.Call) and parent.args and parent.args[0] is node:
+            if infer.callee_qname(parent) not in MODEL_WRAPPERS:
+                return None
+            node = parent
+        else:
+            return dataflow.assigned_name(node) if node is not use else None
+
+
+def _reaches_optimizer(parameters: nodes.Call, hops: int) -> bool:
+    """``parameters`` (a ``model.parameters()`` call) is handed to an optimizer's constructor, directly,
+    inside an expression (``filter(...)``, ``[{"params": ...}]``), or through a name bound to it."""
+    node: nodes.NodeNG = parameters
+    while node.parent is not None and not node.is_statement:
+        node = node.parent
+        if isinstance(node, nodes.Call) and _builds_optimizer(node):
+            return True
+    if isinstance(node, nodes.Assign) and hops > 0:
+        target = dataflow.assigned_name(node.value)
+        if target is not None:
+            return any(_reaches_optimizer(use, hops - 1) for use in dataflow.name_uses(target))
+    return False
+
+
+def _builds_optimizer(call: nodes.Call) -> bool:
+    """``call`` builds an optimizer: a torch one (``torch.optim.SGD``), or a class nothing resolves
+    whose instance is bound to a name that ``gradients.is_optimizer`` reads as one."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    klass = infer.safe_infer(call.func)
+    if isinstance(klass, nodes.ClassDef):
+        return infer.class_is_subclass_of(klass, OPTIMIZER_BASES)
+    target = dataflow.assigned_name(call)
+    return klass is None and target is not None and gradients.OPTIMIZER_NAME.search(target.name) is not None
 
 
 def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:
