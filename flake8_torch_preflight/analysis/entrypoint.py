@@ -323,6 +323,21 @@ def is_context_backward(call: nodes.Call) -> bool:
     return (infer.qname(call.func) or infer.dotted_name(call.func)) in CONTEXT_BACKWARDS
 
 
+#: torch's numerical gradient checks (matched on the dotted path the imports give: no stub defines them).
+GRADIENT_CHECKS = frozenset(
+    {"torch.autograd.gradcheck", "torch.autograd.gradgradcheck", "torch.autograd.gradcheck.gradcheck",
+     "torch.autograd.gradcheck.gradgradcheck"}
+)
+
+
+def checks_gradients(calls: List[nodes.Call]) -> bool:
+    """The run compares gradients numerically (``torch.autograd.gradcheck``): a test of an op."""
+    return any(
+        isinstance(call.func, (nodes.Name, nodes.Attribute)) and infer.dotted_name(call.func) in GRADIENT_CHECKS
+        for call in calls
+    )
+
+
 def _reads_grad(node: nodes.NodeNG) -> bool:
     return any(attribute.attrname == "grad" for attribute in node.nodes_of_class(nodes.Attribute))
 

@@ -7,7 +7,8 @@ run only when that code reaches a training step (``backward()``, ``fit()``,
 ``trainer.train()``): modules that only define functions, inference or
 conversion scripts, and a backward that updates nothing (no optimizer, no
 ``step``, no in-place update from ``.grad``) in a run that builds no module with
-random weights or reads no data (an op's gradient check on ``torch.randn`` input) are silent; so is a run
+random weights, or that runs ``torch.autograd.gradcheck`` and reads no data (an op's self-test on
+``torch.randn`` input), are silent; so is a run
 whose every backward sits in a benchmark timing steps on made-up tensors (``entrypoint.benchmark_only``),
 and a library module of the project whose ``__main__`` block trains on made-up tensors
 (``entrypoint.library_self_test``).
@@ -101,8 +102,8 @@ class UnseededRun(Rule):
         " parent's seed. A run that reseeds a generator from the clock or the OS"
         " (``random.seed(int(time.time() * 1000) + idx)`` in a dataset's ``__getitem__``, a bare ``np.random.seed()``)"
         " is meant to differ on every launch. A backward that nothing steps, in a run that builds no layer or"
-        " reads no data (an extension's gradient check on ``torch.randn``), is not training, nor a run whose"
-        " every backward is in a benchmark that times steps on made-up tensors and reads nothing it trains;"
+        " that runs ``gradcheck`` on no data (an extension's self-test on ``torch.randn``), is not training, nor"
+        " a run whose every backward is in a benchmark that times steps on made-up tensors and reads nothing it trains;"
         " a module only built to lend its ``parameters()`` to an optimizer (an LR-schedule plot) draws nothing"
         " that matters."
     )
@@ -151,9 +152,9 @@ class UnseededRun(Rule):
         if any(state.reseeded for state in states):
             return  # ``random.seed(int(time.time() * 1000) + idx)`` per item: every run differs by design
         if not entrypoint.updates_parameters(everything) and (
-            not any(state.weights for state in states) or not any(entrypoint.reads_data(c) for c in everything)
+            not any(state.weights for state in states) or _op_self_test(everything)
         ):
-            return  # a backward that changes nothing, through no module's weights or on no data: a gradient check
+            return  # a backward that changes nothing, through no module's weights or in an op's test: a gradient check
         findings = [finding for state in states for finding in state.findings()]
         if findings and entrypoint.library_self_test(node, calls):
             return  # a module the project imports, whose __main__ block trains on made-up tensors
@@ -162,6 +163,11 @@ class UnseededRun(Rule):
             if (id(call), generator) not in reported:  # a function the parent also calls itself
                 reported.add((id(call), generator))
                 self.report(call, **fields)
+
+
+def _op_self_test(calls: List[nodes.Call]) -> bool:
+    """The run checks an op's gradients numerically (``entrypoint.checks_gradients``) and reads no data."""
+    return entrypoint.checks_gradients(calls) and not any(entrypoint.reads_data(call) for call in calls)
 
 
 class _RandomState:
