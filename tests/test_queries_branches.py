@@ -126,7 +126,8 @@ def test_a_copy_after_the_host_waited_is_priced_as_a_copy() -> None:
     "source, expected",
     [
         ("loss = a if flag else b\nloss\n", ["a", "b"]),
-        ("def pick(t):\n    if t:\n        return a\n    return b if u else c\nloss = pick(1)\nloss\n", ["a", "b", "c"]),
+        ("def pick(t):\n    if t:\n        return a\n    return b if u else c\nloss = pick(1)\nloss\n",
+         ["a", "b", "c"]),
         ("class K:\n    def __init__(self):\n        self.f = self._pick()\n"
          "    def _pick(self):\n        return a if t else b\n    def g(self):\n        self.f\n", ["a", "b"]),
         ("loss = a\nloss\n", ["a"]),
@@ -135,6 +136,7 @@ def test_a_copy_after_the_host_waited_is_priced_as_a_copy() -> None:
 )
 def test_alternatives(source: str, expected: object) -> None:
     module = build_module(source, "/tmp/tp_queries_branches_alternatives.py")
-    last = [n for n in module.nodes_of_class((nodes.Name, nodes.Attribute)) if n.as_string() in ("loss", "self.f")][-1]
+    uses = module.nodes_of_class((nodes.Name, nodes.Attribute))
+    last = [n for n in uses if n.as_string() in ("loss", "self.f")][-1]
     found = branches.alternatives(last)
     assert (None if found is None else [n.as_string() for n in found]) == expected

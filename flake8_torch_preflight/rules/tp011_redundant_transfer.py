@@ -43,10 +43,9 @@ BUILD_THERE = "pass {}"
 #: torch functions and tensor methods whose output size depends on the values: the host waits for the
 #: device to learn it.  With ``device.SYNC_METHODS`` / ``SYNC_BUILTINS`` / ``SYNC_FUNCTIONS`` (reads of
 #: a value, explicit waits) they are the calls that block the host (``blocks_host``).
-SIZE_SYNC_FUNCTIONS = frozenset(
-    {"torch.unique", "torch.unique_consecutive", "torch.masked_select", "torch.nonzero", "torch.argwhere"}
-)
-SIZE_SYNC_METHODS = frozenset(name.rsplit(".", 1)[1] for name in SIZE_SYNC_FUNCTIONS)
+#: (Only names the stubs define; ``torch.masked_select`` / ``argwhere`` as functions are not there yet.)
+SIZE_SYNC_FUNCTIONS = frozenset({"torch.unique", "torch.nonzero"})
+SIZE_SYNC_METHODS = frozenset({"unique", "nonzero", "masked_select", "argwhere", "unique_consecutive"})
 
 #: ``nn.Module`` methods that return the module itself, looked through when matching receivers.
 SELF_RETURNING_METHODS = frozenset({"eval", "train", "requires_grad_", "float", "half", "double", "bfloat16"})
@@ -133,14 +132,12 @@ class RedundantTransfer(Rule):
             return
         if target == "device" and not device.uses_cuda(node.root()):
             return  # an unresolved device in a file with no accelerator evidence may be the CPU
-        if branches.reached_only_when_off(node):
-            return  # ``if DEBUG:`` with the flag off wherever the project sets it: no run copies it
         receiver = node.func.expr
         if loop is None:
             built = _shape_factory(receiver)
             if built is not None:
-                self.report(node, what=built, how=BUILT.format("forward"), cost=_cost(node, _TENSOR_COST),
-                            fix=BUILD_THERE.format(_on_device(node)))
+                self._report(node, what=built, how=BUILT.format("forward"), cost=_cost(node, _TENSOR_COST),
+                             fix=BUILD_THERE.format(_on_device(node)))
             return
         if training_step.under_periodic_branch(node, loop):
             return  # ``if step % 500 == 0:`` / ``if epoch == 0:`` does not run every iteration
@@ -154,13 +151,18 @@ class RedundantTransfer(Rule):
         if not _is_batch_loop(loop):
             return
         if built is not None:
-            self.report(node, what=built, how=BUILT.format("iteration"), cost=_cost(node, _TENSOR_COST),
-                        fix=BUILD_THERE.format(_on_device(node)))
+            self._report(node, what=built, how=BUILT.format("iteration"), cost=_cost(node, _TENSOR_COST),
+                         fix=BUILD_THERE.format(_on_device(node)))
             return
         assert what is not None
         if what[1] != _MODULE_COST and _rebinds_its_receiver(node):
             return  # ``x = x.to(device)``: from the second iteration on, x is there and .to() copies nothing
-        self.report(node, what=what[0], how=RESENT, cost=_cost(node, what[1]), fix=MOVE)
+        self._report(node, what=what[0], how=RESENT, cost=_cost(node, what[1]), fix=MOVE)
+
+    def _report(self, node: nodes.Call, **fields: str) -> None:
+        if branches.reached_only_when_off(node):
+            return  # ``if DEBUG:`` with the flag off wherever the project sets it: no run copies it
+        self.report(node, **fields)
 
 
 _TENSOR_COST = "a sync per step"  # a blocking host-to-device copy ends in cudaStreamSynchronize
