@@ -323,19 +323,22 @@ def is_context_backward(call: nodes.Call) -> bool:
     return (infer.qname(call.func) or infer.dotted_name(call.func)) in CONTEXT_BACKWARDS
 
 
-#: torch's numerical gradient checks (matched on the dotted path the imports give: no stub defines them).
+#: torch's numerical gradient checks, as (module, function) import paths: no stub defines them, so
+#: they are matched on the dotted path the file's imports give, like ``SPAWN_FUNCTIONS``.
 GRADIENT_CHECKS = frozenset(
-    {"torch.autograd.gradcheck", "torch.autograd.gradgradcheck", "torch.autograd.gradcheck.gradcheck",
-     "torch.autograd.gradcheck.gradgradcheck"}
+    {("torch.autograd", "gradcheck"), ("torch.autograd", "gradgradcheck"), ("torch.autograd.gradcheck", "gradcheck"),
+     ("torch.autograd.gradcheck", "gradgradcheck")}
 )
 
 
 def checks_gradients(calls: List[nodes.Call]) -> bool:
     """The run compares gradients numerically (``torch.autograd.gradcheck``): a test of an op."""
-    return any(
-        isinstance(call.func, (nodes.Name, nodes.Attribute)) and infer.dotted_name(call.func) in GRADIENT_CHECKS
-        for call in calls
-    )
+    names = {name for _, name in GRADIENT_CHECKS}
+    for call in calls:
+        if isinstance(call.func, (nodes.Name, nodes.Attribute)) and infer.call_name(call) in names:
+            if tuple((infer.dotted_name(call.func) or "").rsplit(".", 1)) in GRADIENT_CHECKS:
+                return True
+    return False
 
 
 def _reads_grad(node: nodes.NodeNG) -> bool:
@@ -404,8 +407,7 @@ CLOCKS = frozenset(
 #: Probes of the GPU's memory use (``pynvml`` resolved through the imports).
 MEMORY_PROBES = frozenset(
     {"torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated", "torch.cuda.memory_reserved",
-     "torch.cuda.max_memory_reserved", "torch.cuda.reset_peak_memory_stats", "torch.cuda.memory_stats",
-     "pynvml.nvmlDeviceGetMemoryInfo"}
+     "torch.cuda.max_memory_reserved", "torch.cuda.reset_peak_memory_stats", "pynvml.nvmlDeviceGetMemoryInfo"}
 )
 #: CUDA events time the code between them when built with ``enable_timing=True``.
 TIMING_EVENTS = frozenset({"torch.cuda.Event"})
