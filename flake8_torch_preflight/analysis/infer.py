@@ -500,10 +500,11 @@ _BOUND: "Dict[nodes.NodeNG, Optional[List[nodes.NodeNG]]]" = memo.per_file()
 
 def bound_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
     """What a Name or ``self.attr`` may hold: the right-hand side of every assignment that may reach
-    it (the element of a literal tuple it is unpacked from), else, for a parameter, what every
-    in-file call site passes (``parameter_arguments``: keyword, else position, else the default).
-    None when unknown: any binding that is not an assignment (a loop target, an import, the
-    unpacking of a call), a parameter with a call site out of sight, or another expression.
+    it, else, for a parameter, what every in-file call site passes (``parameter_arguments``:
+    keyword, else position, else the default).  None when unknown: any binding that is not a
+    plain assignment (a loop target, an import, an unpacking: the rules that follow a tuple
+    element ask ``dataflow.assigned_values(unpack=True)`` or read the call themselves), a parameter
+    with a call site out of sight, or another expression.
 
     One step: a value that is itself a name is returned as is, and a caller that follows it
     further bounds its own walk; the answer is kept for the file.
@@ -511,7 +512,7 @@ def bound_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
     if expr in _BOUND:
         return _BOUND[expr]
     _BOUND[expr] = None  # provisional: resolving a call site may come back to this name
-    values = dataflow.assigned_values(expr, unpack=True)
+    values = dataflow.assigned_values(expr)
     if not values and isinstance(expr, nodes.Name):
         values = parameter_arguments(expr)
     found = _BOUND[expr] = values or None
