@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from . import dataflow, entrypoint, frameworks, gradients, infer, loops, memo, training_step
+from . import dataflow, entrypoint, evaluation, frameworks, gradients, grad, infer, loops, memo, training_step
 from .torch_names import DATALOADERS
 
 #: Names of the calls that may hand a DataLoader to a framework that replaces its sampler per rank
@@ -52,6 +52,9 @@ SAMPLER_ATTRIBUTES = frozenset({"sampler", "batch_sampler"})
 #: Names of the launchers that start a function with the process index first (``mp.spawn``), a cheap
 #: filter before ``entrypoint.launched_function`` resolves the call.
 SPAWN_NAMES = frozenset(name for _, name in entrypoint.SPAWN_FUNCTIONS)
+
+#: Method names a step call can have (a cheap filter before ``training_step.is_step_call``).
+STEP_METHODS = gradients.BACKWARD_METHODS | {"step"}
 
 #: How many hops (assignments, helper parameters, returns) a value is followed.
 MAX_DEPTH = 6
@@ -439,6 +442,52 @@ def _classify(loop: "loops.Loop", uses: Uses, via: Tuple[nodes.Call, ...]) -> No
     else:
         uses.other_loops.append(loop)
         uses.other_routes.append(via)
+
+
+def trains_out_of_sight(loop: "loops.Loop") -> bool:
+    """One iteration of ``loop`` may run a training step that the file cannot show: the file makes no
+    step call anywhere (``training_step.is_step_call``: the step lives in the project's or a library's
+    code), and the loop hands its batch to a call nothing resolves (``model.feed_data(batch)`` on a
+    model an imported factory built), outside autograd-off blocks and rank-0 branches, not in an
+    evaluation function, and not over a held-out split (``val_loader``)."""
+    if not isinstance(loop, nodes.For) or file_steps(loop.root()):
+        return False
+    if grad.grad_disabled(loop) or rank_zero_only(loop) or evaluation.split_words(loops.unwrap_iteration(loop.iter)):
+        return False
+    func = loops.enclosing_function(loop)
+    if func is not None and evaluation.eval_named(func):
+        return False
+    batch = {n.name for n in _batch_target(loop).nodes_of_class(nodes.AssignName)}
+    for stmt in loop.body:
+        for call in infer.iter_calls(stmt):
+            args = list(call.args) + [kw.value for kw in call.keywords or ()]
+            takes_batch = any(isinstance(n, nodes.Name) and n.name in batch for a in args for n in _references(a))
+            if takes_batch and infer.safe_infer(call.func) is None and loops.local_helper(call) is None:
+                return True
+    return False
+
+
+def _batch_target(loop: nodes.For) -> nodes.NodeNG:
+    """The part of a ``for`` target that holds the batch: ``batch`` of ``for i, batch in enumerate(loader)``."""
+    target = loop.target
+    if infer.call_name(loop.iter) == "enumerate" and isinstance(target, nodes.Tuple) and len(target.elts) == 2:
+        return target.elts[1]  # type: ignore[no-any-return]
+    return target  # type: ignore[no-any-return]
+
+
+_FILE_STEPS: "Dict[nodes.Module, bool]" = memo.per_file()
+
+
+def file_steps(module: nodes.Module) -> bool:
+    """Some call of the file is a step call (``training_step.is_step_call``: a backward, or a step on a
+    resolved optimizer or scaler); asked once per file."""
+    found = _FILE_STEPS.get(module)
+    if found is None:
+        found = _FILE_STEPS[module] = any(
+            infer.method_name(c) in STEP_METHODS and training_step.is_step_call(c)
+            for c in module.nodes_of_class(nodes.Call)
+        )
+    return found
 
 
 def _constructor(call: nodes.Call) -> Optional[nodes.FunctionDef]:

@@ -69,7 +69,7 @@ from astroid import nodes
 from astroid.exceptions import AstroidSyntaxError
 
 from ..analysis import (accumulation, dataflow, frameworks, infer, kinds, loader_use, model_flow, models,
-                        param_count, static_values, training_step)
+                        param_count, static_values)
 from ..analysis.build import build_module
 from ..analysis.static_values import ConfigDict, Resolved
 from ..analysis.torch_names import AUTOCAST_CONTEXTS, MODEL_WRAPPERS
@@ -662,8 +662,9 @@ class _Reader:
 
     def _training_mode(self) -> None:
         # the rules' answers: a backward or an optimizer step (``training_step.is_step_call``, as
-        # TP003/TP004 read them), or a framework trainer's fit/train (``loader_use.runs_trainer``)
-        if any(training_step.is_step_call(c) or loader_use.runs_trainer(c) for c in self.calls):
+        # TP003/TP004 read them: ``loader_use.file_steps``), or a framework trainer's fit/train
+        # (``loader_use.runs_trainer``)
+        if loader_use.file_steps(self.module) or any(loader_use.runs_trainer(c) for c in self.calls):
             return
         pipeline = self.fields.get("_pipeline")
         generate = [c for c in self.calls if infer.method_name(c) == "generate"

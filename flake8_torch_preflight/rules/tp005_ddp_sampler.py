@@ -16,6 +16,10 @@ A file is a distributed run when it calls (any alias, module aliases included)
   ``sampler.set_epoch(e)``, ``loader.sampler.set_epoch(e)``, ``loader.batch_sampler.sampler...``,
   ``loader.set_epoch(e)`` and a call on an unresolvable receiver (a parameter) all count, unless
   the call sits once before the epoch loop, outside any loop, in that loop's own function.
+  Where the file shows no training step at all (the step runs in a project's model class:
+  ``model.feed_data(batch); model.optimize_parameters(step)``), a loop that hands its batch to
+  code nothing resolves trains out of sight (``loader_use.trains_out_of_sight``), unless it runs
+  with autograd off, on rank 0 only, over a held-out split or in an evaluation function.
 
 Silent: a sampler that cannot be resolved (a custom or conditional one), ``batch_sampler=``,
 an ``IterableDataset`` (it shards itself; an unresolvable dataset without ``shuffle=True`` may
@@ -65,7 +69,8 @@ class DdpSampler(Rule):
     )
     leaves_alone = (
         "The rule only fires in files that wrap a model in DDP/FSDP or initialise a process group, and only "
-        "for loaders that a training loop (one that runs backward) iterates; Accelerate's prepare(), "
+        "for loaders that a training loop iterates (one that runs backward, or, in a file that shows no "
+        "step at all, one that hands its batches to code the file cannot read); Accelerate's prepare(), "
         "Lightning, IterableDatasets and rank-0-only loaders are left alone. Where the process group is set "
         "up elsewhere (an imported init_dist()), a DistributedSampler the file builds is still checked for "
         "set_epoch (unless num_replicas=1), but loaders without one are not judged."
@@ -202,7 +207,11 @@ class DdpSampler(Rule):
             uses = loader_use.uses_of(loader, through_prepare=True)
             if uses.prepared:
                 return
-            for loop, via in zip(uses.training_loops, uses.routes):
+            trained = list(zip(uses.training_loops, uses.routes))
+            if not trained:  # the step may run in code the file does not show (a project's model class)
+                trained = [(loop, via) for loop, via in zip(uses.other_loops, uses.other_routes)
+                           if loader_use.trains_out_of_sight(loop)]
+            for loop, via in trained:
                 epoch_loops.extend(loader_use.epoch_loops(loop, via))
         if not epoch_loops:
             return  # not trained from, or trained for one pass only
