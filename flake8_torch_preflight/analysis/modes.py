@@ -17,9 +17,11 @@ Helpers of the checked file called from the loop are expanded where they are
 called, their parameters bound to the call's arguments (``self`` to the
 receiver), so a model is named the same way wherever it is used: the key of
 ``model`` inside ``evaluate(model)`` is the caller's ``model``.  A helper that
-picks the switch from an argument is read with the argument's constant value:
+picks the switch from an argument is read with the argument's value, by
+``static_values.evaluate`` with the frame's bindings as its environment
+(:class:`FrameValues`; the caller's argument evaluated in the caller's frame):
 in ``set_mode('eval', [g, d])`` an ``if mode == 'train':`` whose test the bound
-constants decide walks only the branch taken, ``m.train(flag)`` with ``flag``
+values decide walks only the branch taken, ``m.train(flag)`` with ``flag``
 bound to ``False`` is an ``EVAL``, and ``for m in models:`` over a literal list
 or tuple is read once per element, ``m`` bound to it.  A parameter the call
 leaves at a constant default (``opt=None``) is bound to that default.  A model's key
@@ -33,19 +35,21 @@ call with constant arguments runs (the same reading of decided ``if`` tests).
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple, TypeVar
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 from astroid.exceptions import AstroidError
 
-from . import dataflow, grad, infer, loops
+from . import dataflow, grad, infer, loops, static_values
 from .torch_names import MODEL_WRAPPERS, MODULE_BASES, OPTIMIZER_BASES
 
 EVAL, TRAIN, FORWARD, BACKWARD, STEP = "eval", "train", "forward", "backward", "step"
 
 #: Names followed per key (aliases and bound parameters).
 MAX_HOPS = 6
+
+_T = TypeVar("_T")
 
 
 class Frame(NamedTuple):
@@ -216,7 +220,7 @@ def _unrolled(loop: nodes.For, frame: Frame) -> Optional[List[Tuple[nodes.NodeNG
     iterates, directly or through bound names; None for any other loop."""
     if not isinstance(loop.target, nodes.AssignName):
         return None
-    value, where = _bound_value(loop.iter, frame)
+    value, where = _argument(loop.iter, frame)
     if not isinstance(value, (nodes.List, nodes.Tuple)) or not 0 < len(value.elts) <= MAX_UNROLLED:
         return None
     if any(isinstance(e, nodes.Starred) for e in value.elts):
@@ -224,50 +228,63 @@ def _unrolled(loop: nodes.For, frame: Frame) -> Optional[List[Tuple[nodes.NodeNG
     return [(element, where) for element in value.elts]
 
 
-def _bound_value(expr: nodes.NodeNG, frame: Frame, hops: int = MAX_HOPS) -> Tuple[nodes.NodeNG, Frame]:
-    """``expr`` with the parameters bound in ``frame`` replaced by the caller's argument."""
+def _argument(expr: nodes.NodeNG, frame: Frame, hops: int = MAX_HOPS) -> Tuple[nodes.NodeNG, Frame]:
+    """The caller's argument expression (with its frame) that a parameter bound in ``frame``
+    stands for; ``expr`` itself when it is no bound parameter."""
     while isinstance(expr, nodes.Name) and expr.name in frame.env and hops > 0:
         expr, frame = frame.env[expr.name]
         hops -= 1
     return expr, frame
 
 
-def _constant(expr: nodes.NodeNG, frame: Frame) -> Tuple[bool, object]:
-    """(known, value) of a literal constant, directly or through a bound parameter."""
-    value, _ = _bound_value(expr, frame)
-    if isinstance(value, nodes.Const):
-        return True, value.value
-    return False, None
+class FrameValues(Mapping):  # type: ignore[type-arg]
+    """The values a frame binds, as ``static_values.evaluate``'s environment: a parameter's value
+    is the caller's argument evaluated in the caller's frame (``UNKNOWN`` when it is no constant),
+    read when it is asked for."""
+
+    def __init__(self, frame: Frame, hops: int = MAX_HOPS) -> None:
+        self._frame = frame
+        self._hops = hops
+        self._read: Dict[str, object] = {}
+
+    def __getitem__(self, name: str) -> object:
+        if name not in self._read:
+            expr, outer = self._frame.env[name]
+            inner: static_values.Env = FrameValues(outer, self._hops - 1) if self._hops > 1 else {}
+            found = static_values.evaluate(expr, inner)
+            self._read[name] = static_values.UNKNOWN if found is None else found
+        return self._read[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._frame.env
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._frame.env)
+
+    def __len__(self) -> int:
+        return len(self._frame.env)
+
+
+_Reader = Callable[[nodes.NodeNG, static_values.Env], Optional[_T]]
+
+
+def by_frame(read: "_Reader[_T]", expr: nodes.NodeNG, frame: Frame) -> Optional[_T]:
+    """What ``read`` (``static_values.evaluate`` or ``truth``) makes of ``expr`` with the values
+    ``frame`` binds, when those values decide it: None when nothing is bound, when it stays unknown,
+    and when it is known with every bound parameter unknown (then the caller's arguments do not
+    decide it: ``if DEBUG:``)."""
+    if not frame.env:
+        return None
+    if read(expr, {name: static_values.UNKNOWN for name in frame.env}) is not None:
+        return None
+    return read(expr, FrameValues(frame))
 
 
 def _decide(test: nodes.NodeNG, frame: Frame) -> Optional[bool]:
-    """The truth of an ``if`` test from constants bound in ``frame`` (``mode == 'train'``,
-    ``not train``, ``flag``), or None when it is not decided by them."""
-    if not frame.env:
-        return None  # nothing bound: no parameter's value is known
-    if isinstance(test, nodes.UnaryOp) and test.op == "not":
-        inner = _decide(test.operand, frame)
-        return None if inner is None else not inner
-    if isinstance(test, nodes.BoolOp):
-        verdicts = [_decide(v, frame) for v in test.values]
-        if test.op == "and":
-            return False if False in verdicts else (True if all(v is True for v in verdicts) else None)
-        return True if True in verdicts else (False if all(v is False for v in verdicts) else None)
-    if isinstance(test, nodes.Compare) and len(test.ops) == 1:
-        op, right = test.ops[0]
-        known_left, left_value = _constant(test.left, frame)
-        known_right, right_value = _constant(right, frame)
-        if not (known_left and known_right):
-            return None
-        if op in ("==", "is"):
-            return left_value == right_value
-        if op in ("!=", "is not"):
-            return left_value != right_value
-        return None
-    if isinstance(test, nodes.Name) and test.name in frame.env:
-        known, value = _constant(test, frame)
-        return bool(value) if known else None
-    return None
+    """The truth of an ``if`` test from the values bound in ``frame`` (``mode == 'train'``,
+    ``not train``, ``flag``, ``is_train`` after ``is_train = mode == 'train'``), or None when they
+    do not decide it."""
+    return by_frame(static_values.truth, test, frame)
 
 
 def _classify(
@@ -318,8 +335,8 @@ def _bound_false(call: nodes.Call, frame: Frame) -> bool:
     mode = _mode_argument(call) if infer.method_name(call) == "train" else None
     if not isinstance(mode, nodes.Name):
         return False
-    known, value = _constant(mode, frame)
-    return known and value is not None and not value and isinstance(value, (bool, int))
+    found = by_frame(static_values.evaluate, mode, frame)
+    return found is not None and isinstance(found.value, (bool, int)) and not found.value
 
 
 def _opaque_loss_helper(call: nodes.Call) -> bool:

@@ -129,6 +129,25 @@ def value_of(expr: Optional[nodes.NodeNG], env: Optional[Env] = None) -> Any:
     return UNKNOWN if found is None else found.value
 
 
+def truth(expr: Optional[nodes.NodeNG], env: Optional[Env] = None) -> Optional[bool]:
+    """Whether ``expr``, read as an ``if`` test, is true; None when that cannot be known.  ``not``,
+    ``and`` and ``or`` are decided by one known operand whatever the others are (``x and False`` is
+    false, ``x or True`` is true, with ``x`` unknown); anything else by the truth of its value."""
+    if isinstance(expr, nodes.UnaryOp) and expr.op == "not":
+        inner = truth(expr.operand, env)
+        return None if inner is None else not inner
+    if isinstance(expr, nodes.BoolOp) and expr.op in ("and", "or"):
+        verdicts = [truth(operand, env) for operand in expr.values]
+        deciding = expr.op == "or"  # the operand value that decides the whole test
+        if deciding in verdicts:
+            return deciding
+        return (not deciding) if all(v is not None for v in verdicts) else None
+    found = evaluate(expr, env)
+    if found is None or not _known(found.value):
+        return None
+    return bool(found.value)
+
+
 def int_value(expr: Optional[nodes.NodeNG], env: Optional[Env] = None) -> Optional[Resolved]:
     """A resolved ``int`` (not a bool), or None."""
     found = evaluate(expr, env)

@@ -1,0 +1,121 @@
+"""A helper read with its caller's values (TP002's shared passes, TP008's mode helpers): the frame's
+bindings are ``static_values.evaluate``'s environment (``modes.FrameValues``), the one constant
+evaluator; ``modes.by_frame`` keeps only what those bindings decide."""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from astroid import nodes
+
+from flake8_torch_preflight.analysis import modes, static_values
+from flake8_torch_preflight.analysis.build import build_module
+
+
+def _module(source: str) -> nodes.Module:
+    return build_module(source, "/tmp/tp_queries_modes_case.py")
+
+
+def _functions(module: nodes.Module) -> Dict[str, nodes.FunctionDef]:
+    return {f.name: f for f in module.nodes_of_class(nodes.FunctionDef)}
+
+
+def _site(module: nodes.Module, callee: str, line: int) -> nodes.Call:
+    return next(c for c in module.nodes_of_class(nodes.Call)
+                if isinstance(c.func, nodes.Name) and c.func.name == callee and c.lineno == line)
+
+
+def _reached(module: nodes.Module, helper: str, line: int) -> List[str]:
+    """Texts of the calls ``helper`` runs when called at ``line``."""
+    func = _functions(module)[helper]
+    return [c.func.as_string() for c, _ in modes.calls_when_called(func, _site(module, helper, line))]
+
+
+def test_truth_is_decided_by_one_known_operand() -> None:
+    module = _module("def f(a):\n    return (a and False, a or True, not (a and 0), a and True, 1 and 2)\n")
+    tests = next(module.nodes_of_class(nodes.Tuple)).elts
+    assert [static_values.truth(t) for t in tests] == [False, True, True, None, True]
+
+
+def test_frame_values_evaluate_the_callers_argument_in_the_callers_frame() -> None:
+    source = (
+        "def inner(flag):\n"
+        "    return flag\n"
+        "def outer(mode):\n"
+        "    inner(mode == 'eval')\n"
+        "outer('eval')\n"
+        "outer(phase)\n"
+    )
+    module = _module(source)
+    funcs = _functions(module)
+    site = next(c for c in funcs["outer"].nodes_of_class(nodes.Call))
+    flag = next(funcs["inner"].nodes_of_class(nodes.Return)).value
+    for outer_line, expected in ((5, True), (6, None)):
+        outer_frame = modes.bind(funcs["outer"], _site(module, "outer", outer_line), modes.ROOT)
+        frame = modes.bind(funcs["inner"], site, outer_frame)
+        found = static_values.evaluate(flag, modes.FrameValues(frame))
+        assert (found.value if found is not None else None) == expected
+    assert "flag" in modes.FrameValues(frame) and len(modes.FrameValues(frame)) == 1
+
+
+_PASS = """\
+DEBUG = False
+
+
+def run(model, loader, mode="train", scale=1):
+    is_train = mode == "train"
+    for x in loader:
+        out = model(x)
+        if is_train and scale > 0:
+            out.backward()
+        if DEBUG:
+            show(out)
+        if not is_train or check(out):
+            report(out)
+        else:
+            skip(out)
+
+
+run(net, val, mode="eval")
+run(net, train)
+run(net, val, mode=args_mode)
+"""
+
+
+def test_if_tests_are_decided_by_the_bound_values_only() -> None:
+    module = _module(_PASS)
+    # a local derived from a bound parameter decides; ``DEBUG`` is not the caller's to decide
+    assert _reached(module, "run", 18) == ["model", "show", "check", "report"]
+    # the default ``mode="train"``: the backward runs, ``not is_train or check(out)`` is left open
+    assert _reached(module, "run", 19) == ["model", "out.backward", "show", "check", "report", "skip"]
+    # an argument with no known value decides nothing
+    assert _reached(module, "run", 20) == ["model", "out.backward", "show", "check", "report", "skip"]
+
+
+def test_train_flag_bound_to_false_is_an_eval_switch() -> None:
+    source = (
+        "EVAL = True\n"
+        "def set_train(models, flag):\n"
+        "    for m in models:\n"
+        "        m.train(flag)\n"
+        "set_train([g], False)\n"
+        "set_train([g], 1)\n"
+        "set_train([g], not EVAL)\n"
+    )
+    module = _module(source)
+    func = _functions(module)["set_train"]
+    verdicts = []
+    for line in (5, 6, 7):
+        (switch, frame), = modes.calls_when_called(func, _site(module, "set_train", line))
+        verdicts.append(modes.switches_to_eval(switch, frame))
+    assert verdicts == [True, False, True]
+
+
+def test_by_frame_needs_a_binding_that_matters() -> None:
+    module = _module("def f(a):\n    if a:\n        pass\n    if b:\n        pass\nb = 1\nf(0)\n")
+    func = _functions(module)["f"]
+    frame = modes.bind(func, _site(module, "f", 7), modes.ROOT)
+    first, second = [s.test for s in func.body]
+    assert modes.by_frame(static_values.truth, first, frame) is False
+    assert static_values.truth(second) is True  # known without the frame: not the frame's verdict
+    assert modes.by_frame(static_values.truth, second, frame) is None
+    assert modes.by_frame(static_values.truth, first, modes.ROOT) is None
