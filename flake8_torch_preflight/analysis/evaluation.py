@@ -166,26 +166,49 @@ def model_expression(call: nodes.Call) -> nodes.NodeNG:
     return func
 
 
-def model_method(call: nodes.Call) -> Optional[nodes.FunctionDef]:
-    """The method of an ``nn.Module`` class of the project that ``call`` runs, when that method runs
-    the model's submodules: ``model.predict(u, items)``, ``model.incremental_forward(x)`` (a forward
-    pass under another name).  None for ``forward`` itself, mode switches, dunders, a method that
-    runs no submodule (``model.init_hidden(n)``) and any method that inference does not resolve."""
+def model_method(call: nodes.Call) -> bool:
+    """``call`` runs a method of a model that is a forward pass under another name.
+
+    Read: a method of an ``nn.Module`` class of the project that runs the model's submodules
+    (``model.predict(u, items)``, ``model.incremental_forward(x)``), not ``forward`` itself, a mode
+    switch, a dunder, a method that runs no submodule (``model.init_hidden(n)``) or a library's.
+    Unread (the receiver's class is not in the files read, as for a model built by a builder
+    module of the project that was not found): a method named for a forward
+    (:data:`FORWARD_METHOD_WORDS`: ``incremental_forward``, ``forward_features``) of a receiver that
+    is a model (``models.kind``) or an unresolved one named like a model; the rule asks for an
+    ``eval()`` switch or a held-out split on top.  ``predict``/``generate``/``encode`` of a class
+    not read are left alone: libraries commonly run those under ``no_grad`` themselves."""
     func = call.func
     if not isinstance(func, nodes.Attribute) or func.attrname == "forward" or func.attrname.startswith("__"):
-        return None
+        return False
     if func.attrname in NOT_FORWARD_METHODS:
-        return None
+        return False
     method = infer.function_def(func) or _method_of_argument(func)
-    if method is None or not method.is_method():
-        return None
+    if method is None:
+        return _unread_forward(func)
+    if not method.is_method():
+        return False
     klass = method.parent.frame()
     if not isinstance(klass, nodes.ClassDef) or not param_count.is_module_class(klass):
-        return None
+        return False
     root = method.root()
     if root is not call.root() and not brain.project_module(str(root.name)):
-        return None  # a library's method (``generate`` of a pretrained model): not read here
-    return method if _runs_submodules(method, 2) else None
+        return False  # a library's method (``generate`` of a pretrained model): not read here
+    return _runs_submodules(method, 2)
+
+
+#: Words of a method name that make it a forward pass when its class is not read.
+FORWARD_METHOD_WORDS = frozenset({"forward"})
+
+
+def _unread_forward(func: nodes.Attribute) -> bool:
+    """``model.incremental_forward`` where ``model`` resolves to no class (only its name or its
+    reaching assignments say it is a model) and the method is named for a forward."""
+    if not set(_words(func.attrname)) & FORWARD_METHOD_WORDS:
+        return False
+    if infer.safe_infer(func.expr) is not None:
+        return False  # resolved to something whose method was not found: not this case
+    return models.kind(func.expr) == models.MODEL or models.model_named(func.expr)
 
 
 def _method_of_argument(func: nodes.Attribute) -> Optional[nodes.FunctionDef]:

@@ -38,6 +38,7 @@ class MissingNoGrad(Rule):
         "test, predict or infer, the model was put in eval() mode before the call, or the loop iterates a "
         "validation or test loader. A forward under another name counts: a method of the project's "
         "nn.Module class that runs its submodules (model.predict(u, items), resolved through the binding), "
+        "a method named for a forward (model.incremental_forward(x)) of a model whose class is not read, "
         "and a model's own method that calls self.eval() and then its submodules in a loop (a decoder). One "
         "pass function shared by both phases (train_and_valid(model, loader, is_train), "
         "run_epoch(..., mode='eval'), _run_one_epoch(cross_valid=True)) is read with a call's constant "
@@ -130,12 +131,12 @@ class MissingNoGrad(Rule):
         if not named and split_loop is None and not self._has_eval_calls(func or node.root()):
             if func is None or not self._has_eval_calls(node.root()):
                 return  # no evaluation evidence anywhere near: skip the analysis
-        method: Optional[nodes.FunctionDef] = None
+        method = False
         if not provenance.could_be_model_call(node, self._kinds):
             method = evaluation.model_method(node)
-            if method is None:
+            if not method:
                 return  # not a model's forward: no need to start the whole-file analysis
-        model = evaluation.model_expression(node) if method is None else node.func.expr  # type: ignore[union-attr]
+        model = node.func.expr if method else evaluation.model_expression(node)  # type: ignore[union-attr]
         mode = evaluation.mode_before(node, model, func or node.root())
         why = self._evidence(node, func, named, split_loop, mode)
         shared: Optional[nodes.Call] = None
@@ -147,10 +148,10 @@ class MissingNoGrad(Rule):
             return  # checked before the whole-file analysis is started: it needs none
         if evaluation.volatile_input(node):
             return  # ``Variable(x, volatile=True)``: PyTorch 0.3's no_grad, in the version the file is for
-        if method is not None and shared is None and split_loop is None and (mode is None or mode[0] != "eval"):
+        if method and shared is None and split_loop is None and (mode is None or mode[0] != "eval"):
             return  # a model method in a function only named like an evaluation: a name is too weak here
         p = provenance.of(self.ctx)
-        kind = p.call_kind(node) if method is None else provenance.MODEL_CALL  # ``model.predict(x)``
+        kind = provenance.MODEL_CALL if method else p.call_kind(node)  # ``model.predict(x)``
         if kind not in (provenance.MODEL_CALL, provenance.MAYBE_MODEL_CALL):
             return
         if p.grad_mode(node) != provenance.ON:
