@@ -213,3 +213,42 @@ def test_bound_values_unknown_when_a_call_site_is_not_visible(source: str) -> No
 def test_bound_values_keyword_beats_position_and_kwargs_order() -> None:
     assert _bound("def f(a, b):\n    probe(b)\nf(1, **kw, b=3)\n") == ["3"]
     assert _bound("def f(a, b):\n    probe(b)\nf(1, 2, **kw)\n") == ["2"]  # given by position: not in **kw
+
+
+# -- a micro-batch loop bounded by a counter, its step in the caller --------------------------------
+
+_COUNTED = """\
+import torch
+import torch.nn.functional as F
+
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def forward_backward(batches, total, micro_bs):
+    seen = 0
+    while True:
+        x, y = next(batches)
+        F.cross_entropy(model(x), y).backward()
+        seen += {step}
+        if seen >= total:
+            break
+
+
+def train_step(batches, total, micro_bs):
+    forward_backward(batches, total, micro_bs)
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize("step, text", [("1", "total"), ("micro_bs", "total/micro_bs")])
+def test_counted_while_loop_is_accumulation_stepped_by_the_caller(step: str, text: str) -> None:
+    found = list(accumulation.accumulations(_module(_COUNTED.format(step=step))))
+    assert [(f.text, f.divisor.as_string()) for f in found] == [(text, "total")]
+    assert found[0].steps and isinstance(found[0].scope, nodes.FunctionDef) and found[0].scope.name == "train_step"
+
+
+def test_counted_while_loop_without_a_batch_fetch_is_not_accumulation() -> None:
+    source = _COUNTED.format(step="1").replace("x, y = next(batches)", "x, y = batches[seen]")
+    assert list(accumulation.accumulations(_module(source))) == []

@@ -8,7 +8,9 @@ Two shapes, both read from the loop structure (helpers of the file included):
   no ungated step or ``zero_grad`` in the same loop, and the backward is not under the gate;
 * an **inner micro-batch loop** (``micro_batch_accumulation``): ``backward()`` runs in a loop over
   micro-batches (``x.chunk(N)``, ``x.split(size)``, ``range(N)`` that fetches a batch with
-  ``next()`` or slices by the loop variable, or an iterable named for micro-batches) that never
+  ``next()`` or slices by the loop variable, or an iterable named for micro-batches; or a ``while``
+  loop that fetches a batch with ``next()`` and is bounded by a counter it increments:
+  ``while done < N``, ``if seen >= total: break``) that never
   steps or clears gradients, while the enclosing loop steps, or the function steps after it, or
   (a loop with neither) a caller of that function steps after the call, in its loop or function.
 
@@ -115,9 +117,9 @@ def gated_accumulation(loop: "Scope") -> Optional[Accumulation]:
                         rescales_gradients(loop))
 
 
-def micro_batch_accumulation(loop: nodes.For) -> Optional[Accumulation]:
+def micro_batch_accumulation(loop: "Union[nodes.For, nodes.While]") -> Optional[Accumulation]:
     """The backward calls of an inner micro-batch ``loop`` whose step comes after it."""
-    micro = _micro_batch_count(loop)
+    micro = _micro_batch_count(loop) if isinstance(loop, nodes.For) else _counted_batches(loop)
     if micro is None:
         return None  # cheap check first: not a loop over micro-batches
     calls = loops.loop_calls(loop, HELPER_DEPTH)
@@ -153,7 +155,7 @@ def accumulation_in(scope: "Scope") -> Optional[Accumulation]:
     the estimator's reader share."""
     if scope not in _FOUND:
         found = gated_accumulation(scope)
-        if found is None and isinstance(scope, nodes.For):
+        if found is None and isinstance(scope, (nodes.For, nodes.While)):
             found = micro_batch_accumulation(scope)
         _FOUND[scope] = found
     return _FOUND[scope]
@@ -350,16 +352,59 @@ def _micro_batch_count(loop: nodes.For) -> Optional[Tuple[Optional[nodes.NodeNG]
     return None
 
 
+def _counted_batches(loop: nodes.While) -> Optional[Tuple[Optional[nodes.NodeNG], str]]:
+    """``(N, text)`` for a ``while`` loop that fetches a batch with ``next()`` each iteration and
+    stops when a counter it increments reaches a bound: its test (``while done < N``) or a ``break``
+    directly in its body (``seen += micro_bs; if seen >= total: break``).  The count is N when the
+    counter grows by one, else N / step (``total / micro_bs``)."""
+    if not _fetches_batches(loop):
+        return None
+    bounds = [_counter_bound(loop.test, loop, ("<", "<=", "!="))]
+    for stmt in loop.body:
+        if isinstance(stmt, nodes.If) and stmt.body and isinstance(stmt.body[-1], nodes.Break) and not stmt.orelse:
+            bounds.append(_counter_bound(stmt.test, loop, (">=", ">", "==")))
+    found = [b for b in bounds if b is not None]
+    if len(found) != 1:
+        return None
+    counter, bound = found[0]
+    steps = [aug.value for aug in loop.nodes_of_class(nodes.AugAssign)
+             if aug.op == "+=" and dataflow.binding_text(aug.target) == counter]
+    if len(steps) != 1:
+        return None
+    step = steps[0]
+    text = dataflow.binding_text(bound)
+    if isinstance(step, nodes.Const) and step.value == 1:
+        return bound, text
+    return bound, "{}/{}".format(dataflow.terminal_name(bound) or text,
+                                 dataflow.terminal_name(step) or step.as_string())
+
+
+def _counter_bound(test: nodes.NodeNG, loop: nodes.While, ops: Tuple[str, ...]) -> Optional[Tuple[str, nodes.NodeNG]]:
+    """``(counter, bound)`` when ``test`` compares a counter ``loop`` increments with a bound that is
+    not a literal 1 or less (``ops`` as written counter first; the mirrored form is read too)."""
+    mirrored = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+    if not (isinstance(test, nodes.Compare) and len(test.ops) == 1):
+        return None
+    op, right = test.ops[0]
+    for counter, bound, written in ((test.left, right, op), (right, test.left, mirrored.get(op))):
+        if written in ops and _incremented_in(counter, loop) and not _incremented_in(bound, loop):
+            if isinstance(bound, (nodes.Name, nodes.Attribute, nodes.Call, nodes.BinOp)) and not _trivial(bound):
+                return dataflow.binding_text(counter), bound
+    return None
+
+
 def _is_torch_module(expr: nodes.NodeNG) -> bool:
     return infer.qname(expr) == "torch"
 
 
-def _fetches_batches(loop: nodes.For) -> bool:
+def _fetches_batches(loop: "Union[nodes.For, nodes.While]") -> bool:
     """The loop body pulls a batch with ``next()`` or slices a batch with the loop variable."""
     for stmt in loop.body:
         for call in infer.iter_calls(stmt):
             if infer.call_name(call) == "next" and isinstance(call.func, nodes.Name):
                 return True
+    if not isinstance(loop, nodes.For):
+        return False
     targets = {t.name for t in loop.target.nodes_of_class(nodes.AssignName)}
     for sub in loop.nodes_of_class(nodes.Subscript):
         if isinstance(sub.slice, nodes.Slice) and any(n.name in targets for n in sub.slice.nodes_of_class(nodes.Name)):
@@ -367,7 +412,7 @@ def _fetches_batches(loop: nodes.For) -> bool:
     return False
 
 
-def _steps_after(loop: nodes.For) -> Tuple[Tuple[nodes.Call, ...], nodes.NodeNG]:
+def _steps_after(loop: "Union[nodes.For, nodes.While]") -> Tuple[Tuple[nodes.Call, ...], nodes.NodeNG]:
     """``(steps, where)``: the optimizer steps that apply what ``loop`` accumulates and the loop or
     function taking them.  Those are the steps taken once per pass of the enclosing loop, or after
     ``loop`` in its function; failing both, the steps after each in-file call of that function in
@@ -422,10 +467,12 @@ def _step_calls(anchor: nodes.Call) -> List[nodes.Call]:
     return [c for c in inner if loops.innermost(c) is None and gradients.stepped_optimizer(c) is not None]
 
 
-def _rebuilds_full_batch(loop: nodes.For) -> bool:
+def _rebuilds_full_batch(loop: "Union[nodes.For, nodes.While]") -> bool:
     """Gradient caching: each micro-step concatenates the cached outputs of the other micro-batches
     around the live one (``torch.cat(cache[:j] + [out] + cache[j + 1:])``), so every micro-step's
     loss is already the loss of the whole batch and the summed gradients are its gradient."""
+    if not isinstance(loop, nodes.For):
+        return False
     targets = {t.name for t in loop.target.nodes_of_class(nodes.AssignName)}
     if not targets:
         return False

@@ -2,9 +2,10 @@
 
 Accumulation is read from the loop structure (``analysis.accumulation``): a step gated by
 ``if (i + 1) % N == 0`` (a flag computed from one, a counter, a ``continue`` gate) in a loop or
-in a step function called per batch, or an inner loop over micro-batches that never steps while
-the enclosing loop or function steps after it (or, for a loop alone in its function, the caller
-steps after calling that function).
+in a step function called per batch, or an inner loop over micro-batches (a ``for`` over
+micro-batches, or a ``while`` that fetches a batch with ``next()`` until a counter it increments
+reaches a bound) that never steps while the enclosing loop or function steps after it (or, for a
+loop alone in its function, the caller steps after calling that function).
 
 The loss passed to ``backward()`` is then traced back (``analysis.derivation``, arithmetic spine
 only): any division on the way (``loss / N``, ``loss /= N``, ``loss.div(N)``, ``* (1 / N)``, a
