@@ -83,7 +83,7 @@ def best_of(path: Path, select: str, jobs: str, repeat: int) -> Tuple[float, int
 
 def per_file(path: Path, top: int = 5) -> List[Tuple[float, str]]:
     from flake8_torch_preflight import engine
-    from flake8_torch_preflight.analysis import build
+    from flake8_torch_preflight.analysis.setup import build
 
     timings = []
     files = [path] if path.is_file() else sorted(path.rglob("*.py"))

@@ -27,7 +27,7 @@ from typing import List
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from flake8_torch_preflight import engine  # noqa: E402
-from flake8_torch_preflight.analysis import build  # noqa: E402
+from flake8_torch_preflight.analysis.setup import build  # noqa: E402
 
 HEAD = """import torch
 import torch.nn as nn

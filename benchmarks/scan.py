@@ -82,7 +82,7 @@ def slow_files(folder: Path, threshold: float, budget: Optional[float] = None) -
     from astroid.manager import AstroidManager
 
     from flake8_torch_preflight import engine
-    from flake8_torch_preflight.analysis import brain, build
+    from flake8_torch_preflight.analysis.setup import brain, build
 
     AstroidManager().clear_cache()  # modules read for another folder (a "utils" of another project)
     brain.install()

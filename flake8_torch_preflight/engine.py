@@ -3,7 +3,7 @@
 flake8 builds each tree plugin once per file and hands all of them the same
 ``tree`` object.  The first class to run (``plugin._findings``) has
 ``analyse_file`` build the astroid module from the lines flake8 read
-(``analysis.build``) and run every selected rule in one walk; the other classes
+(``analysis.setup.build``) and run every selected rule in one walk; the other classes
 read their code's findings from the plugin's one-entry cache.  Dependencies flow one way:
 plugin -> engine -> rules -> analysis -> stubs.
 """
@@ -23,9 +23,10 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple, Type
 
 from astroid.exceptions import AstroidSyntaxError
 
-from .analysis import brain, memo, notes, work
-from .analysis.build import FileContext, Settings, build_module, worth_analysing
-from .analysis.walker import BudgetExceeded, walk
+from .analysis.setup import brain
+from .analysis.semantic import memo, notes, work
+from .analysis.setup.build import FileContext, Settings, build_module, worth_analysing
+from .analysis.semantic.walker import BudgetExceeded, walk
 from .rules import ALL_RULES, Rule
 
 #: CPU seconds one file's analysis may take before it is abandoned (its findings
@@ -119,7 +120,7 @@ def _analyse(
     except AstroidSyntaxError:
         return {}  # flake8 reports E999 itself
     except RecursionError:
-        # build_module cuts what nests too deep for astroid (analysis.depth); a module it reads
+        # build_module cuts what nests too deep for astroid (analysis.semantic.depth); a module it reads
         # while building this one may still overflow.
         notes.add("analysis", "nests too deep for astroid to build it and was skipped")
         return {}

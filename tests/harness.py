@@ -21,7 +21,7 @@ from typing import Iterable, List, Optional, Sequence, Set, Tuple
 from flake8.options.parse_args import parse_args
 
 from flake8_torch_preflight import engine
-from flake8_torch_preflight.analysis import build
+from flake8_torch_preflight.analysis.setup import build
 from flake8_torch_preflight.plugin import ENTRY_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
-"""Bad input never costs findings silently: deep or huge code is cut down (``analysis.depth``,
-``analysis.lookups``, the project-module size bound) so that the file's other findings survive,
+"""Bad input never costs findings silently: deep or huge code is cut down (``analysis.semantic.depth``,
+``analysis.semantic.lookups``, the project-module size bound) so that the file's other findings survive,
 and an analysis that still gives up says so in one line (issue 18)."""
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 from astroid import nodes
 
 from flake8_torch_preflight import engine
-from flake8_torch_preflight.analysis import brain, build, depth, infer, lookups, provenance
+from flake8_torch_preflight.analysis.setup import brain, build
+from flake8_torch_preflight.analysis.semantic import depth, infer, lookups
+from flake8_torch_preflight.analysis.training import provenance
 
 #: A training script with one TP001, one TP006 and one TP009 finding.
 SCRIPT = (

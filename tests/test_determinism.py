@@ -17,7 +17,8 @@ from typing import Dict, List, Tuple
 from astroid import nodes
 
 from flake8_torch_preflight import engine
-from flake8_torch_preflight.analysis import brain, build, infer
+from flake8_torch_preflight.analysis.setup import brain, build
+from flake8_torch_preflight.analysis.semantic import infer
 
 from harness import ALL_CODES, FIXTURES, ROOT, headers, run_plugin
 

@@ -1,4 +1,4 @@
-"""The framework table (``analysis/frameworks.py``): every entry, read from code as users write it."""
+"""The framework table (``analysis/training/frameworks.py``): every entry, read from code as users write it."""
 from __future__ import annotations
 
 from typing import Optional
@@ -6,8 +6,8 @@ from typing import Optional
 import pytest
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import device, frameworks
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.training import device, frameworks
+from flake8_torch_preflight.analysis.setup.build import build_module
 
 #: How each framework's object is built in user code (the receiver is always named ``obj``).
 BUILDERS = {

@@ -18,7 +18,7 @@ hypothesmith = pytest.importorskip("hypothesmith")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from flake8_torch_preflight import engine  # noqa: E402
-from flake8_torch_preflight.analysis import build  # noqa: E402
+from flake8_torch_preflight.analysis.setup import build  # noqa: E402
 
 PRELUDE = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 

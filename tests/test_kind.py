@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import kinds
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.training import kinds
+from flake8_torch_preflight.analysis.setup.build import build_module
 
 HEADER = """\
 import torch
@@ -81,7 +81,7 @@ def test_a_parameter_takes_the_kind_its_call_sites_pass() -> None:
 
 def test_kind_names_are_defined_once() -> None:
     """The module kinds are ``models``' own constants, and every answer is listed once."""
-    from flake8_torch_preflight.analysis import models
+    from flake8_torch_preflight.analysis.training import models
 
     assert (kinds.MODEL, kinds.LOSS, kinds.LAYER) == (models.MODEL, models.LOSS, models.LAYER)
     assert len(set(kinds.KINDS)) == len(kinds.KINDS) == 9

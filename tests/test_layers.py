@@ -81,10 +81,10 @@ def test_dependencies_flow_one_way(module: str) -> None:
 def test_the_check_sees_the_imports_it_judges() -> None:
     """The scanner resolves relative imports: a known import of each kind is found."""
     extract = set(_imports(MODULES[NAME + ".estimator.extract"]))
-    assert NAME + ".analysis.build" in extract and "astroid" in extract
+    assert NAME + ".analysis.setup.build" in extract and "astroid" in extract
     costmodel = set(_imports(MODULES[NAME + ".estimator.costmodel"]))
     assert NAME + ".estimator.run" in costmodel
-    assert _layer_of(NAME + ".analysis.infer") == "analysis"
+    assert _layer_of(NAME + ".analysis.semantic.infer") == "analysis"
 
 
 def _name_sets() -> Iterator[tuple]:
@@ -110,44 +110,49 @@ def test_each_shared_name_set_is_defined_once() -> None:
         assert values not in seen, "{} repeats {}".format(where, seen[values])
         seen[values] = where
     holders = {where for values, where in seen.items() if "enumerate" in values and "tqdm" in values}
-    assert holders == {NAME + ".analysis.loops.ITERATION_WRAPPERS"}
+    assert holders == {NAME + ".analysis.semantic.loops.ITERATION_WRAPPERS"}
 
 
-#: The analysis in layers.  ``semantic``: questions about Python code with no torch knowledge (a call's
-#: argument, a binding, a constant's value, the enclosing loop or function, per-file memos, the budget);
-#: ``setup``: building one astroid tree per file against the torch stubs; ``torch``: what the code means
-#: for a training run (kind of a value, the step, accumulation, devices, seeds, data, frameworks).
-ANALYSIS_LAYERS: Dict[str, Set[str]] = {
-    "semantic": {"memo", "dataflow", "infer", "static_values", "loops", "invariance", "walker", "work", "depth",
-                 "notes", "lookups", "branches"},
-    "setup": {"brain", "build"},
-}
+#: The analysis in layers, one folder each.  ``setup``: one astroid tree per file against the torch stubs;
+#: ``semantic``: questions about Python code with no torch knowledge (a call's argument, a binding, a constant's
+#: value, the enclosing loop or function, per-file memos, the budget); ``training``: what the code means for a
+#: training run (kind of a value, the step, accumulation, devices, seeds, data, frameworks).  A layer may not
+#: import the layers named against it.
+ANALYSIS_LAYERS = ("setup", "semantic", "training")
+LAYER_FORBIDS: Dict[str, Set[str]] = {"setup": {"training"}, "semantic": {"training"}, "training": set()}
 
 
-def _analysis_module(module: str) -> str:
+def _analysis_layer(module: str) -> str:
+    """The layer folder of an analysis module (``""`` for anything else)."""
     parts = module.split(".")
-    return parts[2] if len(parts) > 2 and parts[1] == "analysis" else ""
+    return parts[2] if len(parts) > 3 and parts[1] == "analysis" else ""
 
 
-def _analysis_layer(name: str) -> str:
-    for layer, members in ANALYSIS_LAYERS.items():
-        if name in members:
-            return layer
-    return "torch"
+def _rule_package(module: str) -> str:
+    """The rule package a module belongs to (``rules.tp011_redundant_transfer`` for its private modules)."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if len(parts) > 2 and parts[1] == "rules" and parts[2].startswith("tp") else ""
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _analysis_layer(_analysis_module(m)) == "semantic"
-                                          and _analysis_module(m)))
-def test_the_semantic_layer_knows_no_torch(module: str) -> None:
-    """Semantic modules import only semantic modules and the tree setup, never the torch layer."""
-    wrong = sorted(
-        name for name in _imports(MODULES[module])
-        if _analysis_module(name) and _analysis_layer(_analysis_module(name)) == "torch"
-    )
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _analysis_layer(m)))
+def test_analysis_layers_flow_one_way(module: str) -> None:
+    """Semantic and setup modules never import the training layer (no torch knowledge below it)."""
+    forbidden = LAYER_FORBIDS[_analysis_layer(module)]
+    wrong = sorted(name for name in _imports(MODULES[module]) if _analysis_layer(name) in forbidden)
     assert not wrong, "{} imports {}".format(module, wrong)
 
 
-def test_every_layer_member_exists() -> None:
-    present = {_analysis_module(m) for m in MODULES if _analysis_module(m)}
-    listed = set().union(*ANALYSIS_LAYERS.values())
-    assert listed <= present, sorted(listed - present)
+def test_every_analysis_module_lives_in_a_layer() -> None:
+    loose = sorted(m for m in MODULES if m.startswith(NAME + ".analysis.") and not _analysis_layer(m)
+                   and m.split(".")[2] not in ANALYSIS_LAYERS)
+    assert not loose, loose
+    assert {m.split(".")[2] for m in MODULES if _analysis_layer(m)} == set(ANALYSIS_LAYERS)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES), ids=sorted(MODULES))
+def test_rule_private_modules_stay_private(module: str) -> None:
+    """A module inside a rule's package is imported by that rule only."""
+    own = _rule_package(module)
+    wrong = sorted(name for name in _imports(MODULES[module])
+                   if _rule_package(name) and name != _rule_package(name) and _rule_package(name) != own)
+    assert not wrong, "{} imports {}".format(module, wrong)

@@ -81,7 +81,8 @@ def test_findings_identical_with_a_decoy_torch_and_nothing_read(tmp_path: Path) 
 def test_inferred_torch_names_come_from_the_stubs() -> None:
     from astroid import extract_node
 
-    from flake8_torch_preflight.analysis import brain, infer
+    from flake8_torch_preflight.analysis.setup import brain
+    from flake8_torch_preflight.analysis.semantic import infer
 
     brain.install()
     node = extract_node("import torch.nn as tnn\ntnn.CrossEntropyLoss #@")

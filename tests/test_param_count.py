@@ -1,7 +1,7 @@
 """Static parameter counts of torch layers and hand-written modules, checked against torch.
 
 Every case in ``COUNTED`` is a self-contained snippet that ends by binding ``model``. The
-static count (``analysis.param_count``, astroid only) must equal the number written in the
+static count (``analysis.training.param_count``, astroid only) must equal the number written in the
 case; where torch is installed (an optional test dependency, never imported by the plugin),
 ``test_static_count_matches_torch`` also builds the snippet on the ``meta`` device and checks
 ``sum(p.numel() for p in model.parameters())``. ``UNKNOWN`` cases must count as None.
@@ -16,8 +16,8 @@ from typing import Optional
 import pytest
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import param_count
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.training import param_count
+from flake8_torch_preflight.analysis.setup.build import build_module
 
 HEADER = "import argparse\nimport copy\nfrom collections import OrderedDict\nimport torch\nimport torch.nn as nn\n"
 

@@ -10,8 +10,9 @@ from typing import Optional
 import pytest
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import accumulation, gradients, infer, loops, models, static_values
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.training import accumulation, gradients, models
+from flake8_torch_preflight.analysis.semantic import infer, loops, static_values
+from flake8_torch_preflight.analysis.setup.build import build_module
 
 
 def _module(source: str) -> nodes.Module:

@@ -1,4 +1,4 @@
-"""``analysis.branches``: an ``if`` on a flag that every assignment of the project leaves off is a
+"""``analysis.semantic.branches``: an ``if`` on a flag that every assignment of the project leaves off is a
 branch no run takes; a flag a run may turn on (the command line, a parameter, a configuration file,
 a store of another value anywhere in the project) is not.  Each case is a small project written
 to a temporary folder (``setup.py`` marks its top), since the answer reads the project's files."""
@@ -10,8 +10,8 @@ from typing import Dict
 import pytest
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import branches
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.semantic import branches
+from flake8_torch_preflight.analysis.setup.build import build_module
 
 _AGENT = (
     "class Agent:\n"

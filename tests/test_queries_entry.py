@@ -1,4 +1,5 @@
-"""The run's questions in ``analysis.entrypoint`` and the fresh-model draw in ``analysis.randomness``:
+"""The run's questions in ``analysis.training.entrypoint`` and the fresh-model draw in
+``rules.tp009_unseeded_run.randomness``:
 does the run update parameters (one optimizer-step answer, ``gradients.stepped_optimizer``), does a
 call read data (by library, class or where its value goes, not by its name), is a function a
 benchmark on made-up tensors, and does building a model nothing reads draw its initialisation."""
@@ -9,8 +10,9 @@ from typing import List
 import pytest
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import entrypoint, randomness
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.training import entrypoint
+from flake8_torch_preflight.rules.tp009_unseeded_run import randomness
+from flake8_torch_preflight.analysis.setup.build import build_module
 
 
 def _module(source: str) -> nodes.Module:

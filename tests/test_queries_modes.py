@@ -7,8 +7,9 @@ from typing import Dict, List
 
 from astroid import nodes
 
-from flake8_torch_preflight.analysis import modes, static_values
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.training import modes
+from flake8_torch_preflight.analysis.semantic import static_values
+from flake8_torch_preflight.analysis.setup.build import build_module
 
 
 def _module(source: str) -> nodes.Module:

@@ -11,7 +11,8 @@ from astroid import nodes
 from astroid.manager import AstroidManager
 
 from flake8_torch_preflight import engine
-from flake8_torch_preflight.analysis import brain, build, infer, memo
+from flake8_torch_preflight.analysis.setup import brain, build
+from flake8_torch_preflight.analysis.semantic import infer, memo
 from flake8_torch_preflight.settings import Settings
 from flake8_torch_preflight.rules import REGISTRY
 
@@ -52,7 +53,7 @@ def test_a_file_over_budget_is_skipped_with_a_note(monkeypatch, capsys) -> None:
 
 def test_the_work_budget_is_a_count_the_same_in_every_run(monkeypatch, capsys) -> None:
     """Past ``work.MAX_INFERENCES`` a file is skipped with its note whatever the machine's load."""
-    from flake8_torch_preflight.analysis import work
+    from flake8_torch_preflight.analysis.semantic import work
 
     source = "import torch\nx = torch.randn(2, 3)\n" + "x = torch.softmax(x, 1)\n" * 40
     source += "loss = torch.nn.CrossEntropyLoss()(x, 0)\n"
@@ -201,7 +202,7 @@ def test_stubs_are_built_on_first_use() -> None:
 
     code = (
         "from flake8_torch_preflight import engine\n"
-        "from flake8_torch_preflight.analysis import brain, build\n"
+        "from flake8_torch_preflight.analysis.setup import brain, build\n"
         "src = {!r}\n"
         "engine.analyse_file('s.py', src.splitlines(True), build.Settings())\n"
         "print(sorted(brain._STUBS))\n"
@@ -219,7 +220,7 @@ def test_a_module_read_for_one_folder_is_not_served_to_another(tmp_path) -> None
     import pytest as _pytest
     from astroid.exceptions import AstroidImportError
 
-    from flake8_torch_preflight.analysis import brain
+    from flake8_torch_preflight.analysis.setup import brain
 
     first, second = tmp_path / "one", tmp_path / "two"
     first.mkdir()
@@ -239,7 +240,7 @@ def test_relative_names_under_builtins_are_guarded_like_the_module_they_name() -
     import pytest as _pytest
     from astroid.exceptions import AstroidImportError
 
-    from flake8_torch_preflight.analysis import brain
+    from flake8_torch_preflight.analysis.setup import brain
 
     brain.install()
     with _pytest.raises(AstroidImportError):

@@ -9,13 +9,13 @@ import pytest
 
 import flake8_torch_preflight.analysis as analysis_pkg
 import flake8_torch_preflight.rules as rules_pkg
-from flake8_torch_preflight.analysis import brain
+from flake8_torch_preflight.analysis.setup import brain
 
 
 def _torch_names() -> Iterator[Tuple[str, str]]:
     for pkg in (rules_pkg, analysis_pkg):
-        for info in pkgutil.iter_modules(pkg.__path__):
-            module = importlib.import_module("{}.{}".format(pkg.__name__, info.name))
+        for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+            module = importlib.import_module(info.name)
             for attr, value in vars(module).items():
                 if attr.isupper() and isinstance(value, frozenset):
                     for name in value:

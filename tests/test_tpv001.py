@@ -18,7 +18,7 @@ from typing import Dict, List
 import pytest
 from harness import run_plugin
 
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.setup.build import build_module
 from flake8_torch_preflight.estimator import catalogue, extract
 from flake8_torch_preflight.rules._base import MAX_MESSAGE
 from flake8_torch_preflight.rules.tpv001_projected_oom import (

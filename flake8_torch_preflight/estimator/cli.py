@@ -310,7 +310,7 @@ def _read_script(path: str) -> Tuple[RunSpec, Dict[str, str]]:
     under the linter's per-file CPU budget, and what it could not read (field -> what held it)."""
     recipe = path.lower().endswith(RECIPE_SUFFIXES)
     reader = importlib.import_module(_RECIPE if recipe else _EXTRACT)
-    from ..analysis.walker import BudgetExceeded
+    from ..analysis.semantic.walker import BudgetExceeded
     from ..engine import FileBudget
 
     budget = FileBudget()

@@ -1,7 +1,7 @@
 """Read the training run out of a script with astroid, never executing it.
 
 ``read_run(path)`` builds the astroid module of a file the way the flake8 plugin does
-(``analysis.build.build_module``) and returns a ``RunSpec``; ``run_from_module(module,
+(``analysis.setup.build.build_module``) and returns a ``RunSpec``; ``run_from_module(module,
 filename)`` does the same on a module already built (TPV001 uses the plugin's tree).
 ``read_module`` returns the fuller ``RunReading``: the run, the node that builds the model
 (TPV001 reports there), the fields whose evidence could not be resolved (``unknown``), the
@@ -9,7 +9,7 @@ fields read as a maximum rather than an exact value (``upper_bounds``) and notes
 
 Each field read records ``sources[field] = "file.py:LINE"``: the line the value was written
 at (an ``argparse`` default, a constant, a keyword). Values are resolved through
-``analysis.static_values`` (constants, module names, argparse defaults, config dicts,
+``analysis.semantic.static_values`` (constants, module names, argparse defaults, config dicts,
 dataclass defaults, f-strings, arithmetic). What the reader understands:
 
 * **model**: ``X.from_pretrained("name")`` on a model class (``Auto*Model*``, ``*Model``,
@@ -17,7 +17,7 @@ dataclass defaults, f-strings, arithmetic). What the reader understands:
   model=...)``, ``torchvision.models.<name>()`` / ``get_model("name")``,
   ``timm.create_model("name")`` (catalogue names; ``num_classes=`` re-counts image heads),
   an ``nn.Module`` subclass of the file or of a sibling module (parameters counted by
-  ``analysis.param_count``), an inline ``nn.Sequential``; a model picked by a known key
+  ``analysis.training.param_count``), an inline ``nn.Sequential``; a model picked by a known key
   (``models.__dict__[args.arch]()``, ``getattr(models, name)()``, ``MODELS[args.model](...)``
   over the project's own modules: ``param_count.named_callee``). With several models, the one an
   optimizer or a Trainer receives wins; among those, the largest.
@@ -68,11 +68,11 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidSyntaxError
 
-from ..analysis import (accumulation, dataflow, frameworks, infer, kinds, loader_use, model_flow, models,
-                        param_count, static_values)
-from ..analysis.build import build_module
-from ..analysis.static_values import ConfigDict, Resolved
-from ..analysis.torch_names import AUTOCAST_CONTEXTS, MODEL_WRAPPERS
+from ..analysis.training import accumulation, frameworks, kinds, loader_use, model_flow, models, param_count
+from ..analysis.semantic import dataflow, infer, static_values
+from ..analysis.setup.build import build_module
+from ..analysis.semantic.static_values import ConfigDict, Resolved
+from ..analysis.training.torch_names import AUTOCAST_CONTEXTS, MODEL_WRAPPERS
 from .catalogue import ModelSpec, count_params
 from .files import read_bytes
 from .names import EXTERNAL_OPTIMIZERS, HF_OPTIM, TORCH_OPTIMIZERS, resolve_model
@@ -1016,7 +1016,7 @@ class _Reader:
 
     def _iterated_loaders(self, loaders: List[nodes.Call]) -> List[nodes.Call]:
         """The loaders a training loop (one that calls backward) iterates or a training call is handed,
-        as the rules read them (``analysis.loader_use``); with no training, those any loop iterates;
+        as the rules read them (``analysis.training.loader_use``); with no training, those any loop iterates;
         Lightning's ``train_dataloader`` hook."""
         training = self._training()
         found: List[nodes.Call] = []

@@ -9,7 +9,7 @@ from typing import (
 if TYPE_CHECKING:
     from astroid import nodes
 
-    from ..analysis.build import FileContext
+    from ..analysis.setup.build import FileContext
 
 
 class Finding(NamedTuple):

@@ -5,14 +5,15 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis import dataflow, evaluation, loops, param_count, provenance
+from ..analysis.semantic import dataflow, loops
+from ..analysis.training import evaluation, param_count, provenance
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
-    from ..analysis.build import FileContext
+    from ..analysis.setup.build import FileContext
 
 # The rule's data (the words that name an evaluation function or a held-out split, the calls that
-# show gradients are wanted) lives in ``analysis/evaluation.py`` with the evidence it drives.
+# show gradients are wanted) lives in ``analysis/training/evaluation.py`` with the evidence it drives.
 
 
 @register

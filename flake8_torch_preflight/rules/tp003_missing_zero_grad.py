@@ -5,7 +5,8 @@ from typing import List, Optional, Tuple
 
 from astroid import nodes
 
-from ..analysis import dataflow, entrypoint, gradients, infer, loops
+from ..analysis.semantic import dataflow, infer, loops
+from ..analysis.training import entrypoint, gradients
 from ._base import Rule, register, text_gate
 
 #: Method names that clear gradients when called on an optimizer or a module.

@@ -1,13 +1,13 @@
 """TP004 unscaled-accumulation: gradients summed over N micro-batches before a step, loss never divided by N.
 
-Accumulation is read from the loop structure (``analysis.accumulation``): a step gated by
+Accumulation is read from the loop structure (``analysis.training.accumulation``): a step gated by
 ``if (i + 1) % N == 0`` (a flag computed from one, a counter, a ``continue`` gate) in a loop or
 in a step function called per batch, or an inner loop over micro-batches (a ``for`` over
 micro-batches, or a ``while`` that fetches a batch with ``next()`` until a counter it increments
 reaches a bound) that never steps while the enclosing loop or function steps after it (or, for a
 loop alone in its function, the caller steps after calling that function).
 
-The loss passed to ``backward()`` is then traced back (``analysis.derivation``, arithmetic spine
+The loss passed to ``backward()`` is then traced back (``analysis.training.derivation``, arithmetic spine
 only): any division on the way (``loss / N``, ``loss /= N``, ``loss.div(N)``, ``* (1 / N)``, a
 helper or lambda of the file that divides), or gradients divided before the step
 (``p.grad /= N``, ``p.grad.div_(N)``), counts as the fix; a division that only touches a logged
@@ -22,8 +22,8 @@ where the step is taken, an SGD-like optimizer, or an Adam-like one with a non-z
 helpers); an Adam-like optimizer otherwise takes the same step and is left alone, and so is an
 optimizer that cannot be resolved.  Clipping helpers are recognised by name (``CLIP_NAME``) as well as by resolution.
 
-Name-based evidence lives in ``analysis.accumulation`` (``MICRO_BATCH_NAME``, to recognise an
-inner micro-batch loop) and ``analysis.gradients`` (an unresolvable optimizer or scaler named
+Name-based evidence lives in ``analysis.training.accumulation`` (``MICRO_BATCH_NAME``, to recognise an
+inner micro-batch loop) and ``analysis.training.gradients`` (an unresolvable optimizer or scaler named
 like one); neither decides a finding alone.
 """
 from __future__ import annotations
@@ -33,12 +33,13 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis import accumulation, dataflow, derivation, gradients, infer, loops, models, static_values
-from ..analysis.torch_names import OPTIMIZER_BASES
+from ..analysis.training import accumulation, derivation, gradients, models
+from ..analysis.semantic import dataflow, infer, loops, static_values
+from ..analysis.training.torch_names import OPTIMIZER_BASES
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
-    from ..analysis.build import FileContext
+    from ..analysis.setup.build import FileContext
 
 #: ``with accelerator.accumulate(model):`` — Accelerate divides the loss itself.
 ACCUMULATE_CONTEXTS = frozenset({"accumulate"})

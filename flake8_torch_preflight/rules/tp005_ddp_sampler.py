@@ -7,12 +7,13 @@ A file is a distributed run when it calls (any alias, module aliases included)
 
 * a ``DataLoader`` built with ``shuffle=True``, with no sampler, or with a resolved
   non-distributed torch sampler (``RandomSampler``...) is reported when a training loop (one
-  whose iteration runs a backward, ``analysis.loader_use``) iterates it; ``shuffle=True`` alone
+  whose iteration runs a backward, ``analysis.training.loader_use``) iterates it; ``shuffle=True`` alone
   is enough when no loop using it is found at all (a loader returned in a tuple), but not when
   every loop found only evaluates;
 * a ``DistributedSampler`` (``shuffle`` not ``False``) feeding a loader that a training loop
   iterates inside an epoch loop (the loader followed through helpers, trainer classes and the
-  worker a ``mp.spawn`` starts, ``analysis.loader_use``) is reported when no ``set_epoch`` call in the file can be it:
+  worker a ``mp.spawn`` starts, ``analysis.training.loader_use``) is reported when no ``set_epoch``
+  call in the file can be it:
   ``sampler.set_epoch(e)``, ``loader.sampler.set_epoch(e)``, ``loader.batch_sampler.sampler...``,
   ``loader.set_epoch(e)`` and a call on an unresolvable receiver (a parameter) all count, unless
   the call sits once before the epoch loop, outside any loop, in that loop's own function.
@@ -33,12 +34,13 @@ from typing import TYPE_CHECKING, List, Optional, Set
 
 from astroid import nodes
 
-from ..analysis import dataflow, gradients, infer, loader_use, loops
-from ..analysis.torch_names import DATALOADERS, MODEL_WRAPPERS
+from ..analysis.semantic import dataflow, infer, loops
+from ..analysis.training import gradients, loader_use
+from ..analysis.training.torch_names import DATALOADERS, MODEL_WRAPPERS
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
-    from ..analysis.build import FileContext
+    from ..analysis.setup.build import FileContext
 
 #: Text one of which a distributed file must contain (an alias is imported by its real name).
 DISTRIBUTED_MARKERS = ("DistributedDataParallel", "init_process_group", "FullyShardedDataParallel", "fully_shard")

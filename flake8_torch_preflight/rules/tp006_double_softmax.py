@@ -1,7 +1,7 @@
 """TP006 double-softmax: softmax or log_softmax output fed into CrossEntropyLoss.
 
 Two ways a loss meets its input: a call of the loss (``criterion(out, y)``), whose first argument
-is traced back (``analysis.origins``); and a trainer object of a library that is handed the module
+is traced back (``analysis.training.origins``); and a trainer object of a library that is handed the module
 and the loss and calls both itself (``NeuralNet(MyModule, criterion=nn.CrossEntropyLoss)``), where
 the module's own output is read.  The latter is only read for a callee whose code the file cannot
 see (a library's or an unresolved one): the file's own functions show their loss calls.
@@ -12,12 +12,14 @@ from typing import Optional
 
 from astroid import nodes
 
-from ..analysis import brain, infer, origins
-from ..analysis.torch_names import LOG_SOFTMAX_FUNCTIONS, SOFTMAX_FUNCTIONS, SOFTMAX_LAYERS
+from ..analysis.setup import brain
+from ..analysis.semantic import infer
+from ..analysis.training import origins
+from ..analysis.training.torch_names import (
+    CROSS_ENTROPY_CLASSES, LOG_SOFTMAX_FUNCTIONS, LOG_SOFTMAX_LOSSES, SOFTMAX_FUNCTIONS, SOFTMAX_LAYERS,
+)
 from ._base import Rule, register, text_gate
 
-#: Losses that apply log_softmax to their input themselves.
-LOG_SOFTMAX_LOSSES = frozenset({"torch.nn.CrossEntropyLoss", "torch.nn.functional.cross_entropy"})
 
 #: ``torch.log``/``Tensor.log`` of a softmax is a log_softmax too.
 LOG_FUNCTIONS = frozenset({"torch.log", "torch.Tensor.log"})
@@ -37,9 +39,6 @@ CRITERION_KEYWORDS = frozenset({"criterion", "loss_fn", "loss_function"})
 
 #: Keywords under which it takes the module (else its first positional argument).
 MODULE_KEYWORDS = frozenset({"module", "model"})
-
-#: The loss classes that apply log_softmax themselves (a trainer is handed the class or an instance).
-CROSS_ENTROPY_CLASSES = frozenset({"torch.nn.CrossEntropyLoss"})
 
 
 @register

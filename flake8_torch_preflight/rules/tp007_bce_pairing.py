@@ -2,7 +2,7 @@
 
 Both directions need resolved evidence.  The loss is resolved through its
 binding (aliases, assignments, call-site arguments, subclasses).  The input is
-traced back with ``analysis.origins``:
+traced back with ``analysis.training.origins``:
 
 * *sigmoid output*: ``torch.sigmoid``/``F.sigmoid``/``x.sigmoid()``, an
   ``nn.Sigmoid`` layer, an ``nn.Sequential`` ending in one, or a model defined
@@ -24,10 +24,10 @@ from typing import Optional, Tuple
 
 from astroid import nodes
 
-from ..analysis import branches, infer, origins
-from ..analysis.torch_names import SIGMOID_FUNCTIONS, SIGMOID_LAYERS
+from ..analysis.semantic import branches, infer
+from ..analysis.training import origins
+from ..analysis.training.torch_names import CROSS_ENTROPY_CLASSES, LOG_SOFTMAX_LOSSES, SIGMOID_FUNCTIONS, SIGMOID_LAYERS
 from ._base import Rule, register, text_gate
-from .tp006_double_softmax import CROSS_ENTROPY_CLASSES, LOG_SOFTMAX_LOSSES
 
 #: Losses that apply sigmoid to their input themselves: they need raw logits.
 LOGIT_LOSSES = frozenset({"torch.nn.BCEWithLogitsLoss", "torch.nn.functional.binary_cross_entropy_with_logits"})

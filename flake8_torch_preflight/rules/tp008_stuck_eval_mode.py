@@ -1,7 +1,7 @@
 """TP008 stuck-eval-mode: model.eval() in the training loop with no model.train() before the next step.
 
 One iteration of a loop that calls ``backward()`` is read as an ordered list of
-events (``analysis.modes``): ``X.eval()`` / ``X.train(False)``, ``X.train()``,
+events (``analysis.training.modes``): ``X.eval()`` / ``X.train(False)``, ``X.train()``,
 forward passes ``X(...)`` with autograd on, ``backward()`` and ``.step()``; helpers of the
 file called from the loop are expanded in place with their parameters bound to
 the call's arguments, so ``evaluate(model)`` puts the caller's ``model`` in
@@ -37,11 +37,12 @@ from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis import dataflow, infer, loops, modes
+from ..analysis.semantic import dataflow, infer, loops
+from ..analysis.training import modes
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
-    from ..analysis.build import FileContext
+    from ..analysis.setup.build import FileContext
 
 #: Expansion depth for helpers called from the loop (evaluate -> run_validation -> model.eval()).
 HELPER_DEPTH = 3

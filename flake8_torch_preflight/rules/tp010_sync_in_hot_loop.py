@@ -5,7 +5,8 @@ from typing import Optional
 
 from astroid import nodes
 
-from ..analysis import branches, device, evaluation, grad, infer, loops, training_step
+from ..analysis.semantic import branches, infer, loops
+from ..analysis.training import device, evaluation, grad, training_step
 from ._base import Rule, register, text_gate
 
 #: Tensor methods that download a value and so wait for the GPU queue (``device.SYNC_METHODS``).

@@ -6,12 +6,13 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from ..analysis import dataflow, device, entrypoint, infer, loader_use, loops, static_values, training_step
-from ..analysis.torch_names import DATALOADERS
+from ..analysis.semantic import dataflow, infer, loops, static_values
+from ..analysis.training import device, entrypoint, loader_use, training_step
+from ..analysis.training.torch_names import DATALOADERS
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
-    from ..analysis.build import FileContext
+    from ..analysis.setup.build import FileContext
 
 #: DataLoader parameters read here, with their position in ``DataLoader(dataset, batch_size, ...)``.
 POSITIONS = {"dataset": 0, "num_workers": 5, "collate_fn": 6, "pin_memory": 7}

@@ -3,7 +3,7 @@
 Two findings:
 
 * **backward without scaling**: ``x.backward()`` where the loss (or a value it was computed
-  from, traced by ``analysis.derivation`` through assignments, helpers of the file and call
+  from, traced by ``analysis.training.derivation`` through assignments, helpers of the file and call
   sites) was computed inside an fp16 CUDA autocast block, or the backward itself runs in one,
   and the loss never goes through ``GradScaler.scale``.  fp16 means: ``torch.autocast`` /
   ``torch.amp.autocast`` with ``device_type`` resolved to ``"cuda"`` and no dtype (CUDA's
@@ -18,7 +18,7 @@ Two findings:
   between them; or followed by ``scaler.step(...)`` in a function when the file never calls
   ``unscale_``.
 
-Name-based fallback (documented in ``analysis.gradients``): an unresolvable receiver named
+Name-based fallback (documented in ``analysis.training.gradients``): an unresolvable receiver named
 ``*scaler*`` counts as a GradScaler.
 """
 from __future__ import annotations
@@ -27,9 +27,10 @@ from typing import Dict, List, Optional, Set
 
 from astroid import nodes
 
-from ..analysis import dataflow, derivation, gradients, infer, loops
-from ..analysis.grad import grad_disabled
-from ..analysis.torch_names import AUTOCAST_CONTEXTS
+from ..analysis.semantic import dataflow, infer, loops
+from ..analysis.training import derivation, gradients
+from ..analysis.training.grad import grad_disabled
+from ..analysis.training.torch_names import AUTOCAST_CONTEXTS
 from ._base import Rule, register, text_gate
 
 #: Autocast whose ``device_type`` is its first argument (default dtype depends on the device).

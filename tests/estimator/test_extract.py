@@ -14,7 +14,7 @@ from typing import Dict
 
 import pytest
 
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.setup.build import build_module
 from flake8_torch_preflight.estimator import extract
 from flake8_torch_preflight.estimator.catalogue import find_model
 from flake8_torch_preflight.estimator.costmodel import estimate

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flake8_torch_preflight.analysis.build import build_module
+from flake8_torch_preflight.analysis.setup.build import build_module
 from flake8_torch_preflight.estimator import extract
 
 

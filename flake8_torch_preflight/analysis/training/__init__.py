@@ -1,0 +1,2 @@
+"""What the code means for a training run: the kind of a value, the step and its backward,
+accumulation, devices, seeds, data, evaluation passes, the frameworks (torch knowledge, on the semantic layer)."""

@@ -1,0 +1,599 @@
+"""What a script does when it is run: the calls its module-level code makes, in order.
+
+A file runs its module-level statements (``if __name__ == "__main__":``
+bodies included) when executed.  ``run_calls`` lists the calls those
+statements make in evaluation order, with the functions and methods of the
+file they call expanded where they are first called (each once), the
+``__init__`` of classes of the file expanded where they are instantiated, and the
+function a forking process launcher runs (``Process(target=main)``) expanded at the
+launch.  A function started in fresh interpreters (``mp.spawn(main, ...)``, the
+``spawn`` and ``forkserver`` start methods) shares nothing with the parent, the seeds
+of its random generators included: it is a run of its own (``spawned_runs``).
+A run trains (``trains``) when it reaches a backward or a framework's fit;
+``updates_parameters`` tells a backward whose gradients change weights (an optimizer
+step, ``gradients.stepped_optimizer``) from one that only checks them.  A module that only
+defines functions and classes makes no module-level call: it is not a run; nor is a library
+module of the project whose ``__main__`` block trains on made-up tensors (``library_self_test``).
+``made_up_benchmark`` tells a function that times or measures training steps on made-up tensors
+(a benchmark, whose trained weights nothing reads) from one that trains; ``reads_data`` tells a
+call that reads data by its library, its class or where its value goes, never by its name.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
+
+from astroid import nodes
+
+from ..semantic import dataflow, infer, loops, memo
+from . import device, evaluation, frameworks, gradients
+from .modes import calls_in_order
+from .torch_names import MODULE_BASES
+
+#: How deep helper functions are expanded (main -> train -> train_epoch -> step).
+HELPER_DEPTH = 5
+
+#: Calls that show a script trains (rather than only evaluates or converts).
+TRAINING_METHODS = gradients.BACKWARD_METHODS
+TRAINING_CALLS = frameworks.FIT_METHODS
+
+#: Launchers that run the function they are given (first argument or ``fn=``) in each worker
+#: process, as (module, function) import paths.  ``torch.multiprocessing`` has no stub, so these
+#: are matched on the dotted path the file's imports give (``import torch.multiprocessing as mp;
+#: mp.spawn`` is ``torch.multiprocessing.spawn``), like NumPy names.
+SPAWN_FUNCTIONS = frozenset({("torch.multiprocessing", "spawn"), ("torch.multiprocessing", "start_processes")})
+#: Process classes whose ``target=`` function is the worker's run (same matching).
+PROCESS_CLASSES = frozenset(
+    {("multiprocessing", "Process"), ("torch.multiprocessing", "Process"), ("multiprocessing.context", "Process")}
+)
+
+_LAUNCHER_NAMES = frozenset(name for _, name in SPAWN_FUNCTIONS | PROCESS_CLASSES)
+
+#: Modules whose ``get_context(method)`` / ``set_start_method(method)`` choose how processes start
+#: (matched on the imports' dotted path like ``SPAWN_FUNCTIONS``: ``torch.multiprocessing`` has no stub).
+MULTIPROCESSING_MODULES = ("multiprocessing", "torch.multiprocessing")
+#: Start methods that begin each process in a fresh interpreter, which inherits none of the parent's
+#: state (the seeds of its random generators included).  ``fork``, Linux's default for ``Process``
+#: before Python 3.14, copies the parent, seeds and all; a launch whose method is not written in the
+#: file is taken to fork (``torch.multiprocessing.spawn`` always spawns).
+FRESH_START_METHODS = frozenset({"spawn", "forkserver"})
+#: How many spawned runs are listed per file.
+MAX_SPAWNED_RUNS = 8
+
+
+def is_main_guard(node: nodes.NodeNG) -> bool:
+    """``if __name__ == "__main__":`` (either operand order)."""
+    if not isinstance(node, nodes.If) or not isinstance(node.test, nodes.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or test.ops[0][0] != "==":
+        return False
+    sides = [test.left, test.ops[0][1]]
+    names = [s for s in sides if isinstance(s, nodes.Name) and s.name == "__name__"]
+    consts = [s for s in sides if isinstance(s, nodes.Const) and s.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def run_calls(module: nodes.Module, helper_depth: int = HELPER_DEPTH) -> List[nodes.Call]:
+    """Calls the module's top-level code makes when run, helpers of the file expanded in place (a
+    function started in fresh interpreters is not: ``spawned_runs``)."""
+    return _expanded_calls(list(module.body), helper_depth, set())
+
+
+class SpawnedRun(NamedTuple):
+    """A function of the file that a launch starts in fresh interpreters, and the calls it makes."""
+
+    launch: nodes.Call
+    function: nodes.FunctionDef
+    calls: List[nodes.Call]
+
+
+def spawned_runs(module: nodes.Module, calls: List[nodes.Call], helper_depth: int = HELPER_DEPTH) -> List[SpawnedRun]:
+    """The runs of the functions that launches among ``calls`` start in fresh interpreters
+    (``spawns``), and the runs those start in turn; a function launched twice is listed once.
+    A spawned process imports the main module again before it calls the function: its run is the
+    module-level code outside ``if __name__ == "__main__":`` (a seed there reaches every process),
+    then the function, each expanded like ``run_calls``."""
+    runs: List[SpawnedRun] = []
+    seen: Set[int] = set()
+    pending = [calls]
+    imported = [statement for statement in module.body if not is_main_guard(statement)]
+    while pending and len(runs) < MAX_SPAWNED_RUNS:
+        for call in pending.pop(0):
+            function = launched_function(call)
+            if function is None or id(function) in seen or not spawns(call):
+                continue
+            seen.add(id(function))
+            expanded = {id(function)}
+            worker = _expanded_calls(imported, helper_depth, expanded)
+            worker += _expanded_calls(list(function.body), helper_depth - 1, expanded)
+            runs.append(SpawnedRun(call, function, worker))
+            pending.append(worker)
+    return runs[:MAX_SPAWNED_RUNS]
+
+
+def _expanded_calls(statements: List[nodes.NodeNG], helper_depth: int, expanded: Set[int]) -> List[nodes.Call]:
+    found: List[nodes.Call] = []
+
+    def visit(body: List[nodes.NodeNG], depth: int) -> None:
+        for statement in body:
+            if isinstance(statement, (nodes.FunctionDef, nodes.ClassDef)):
+                continue
+            for call in calls_in_order(statement):
+                found.append(call)
+                if depth <= 0:
+                    continue
+                callee = _callee_body(call)
+                if callee is not None and id(callee) not in expanded:
+                    expanded.add(id(callee))
+                    visit(callee.body, depth - 1)
+
+    visit(statements, helper_depth)
+    return found
+
+
+def _callee_body(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The file's function ``call`` runs: a helper (or a function imported from a project module,
+    ``loops.local_helper``), a method, the ``__init__`` of a class it builds (not when built on the
+    meta device or under ``init_module(empty_init=True)``, ``device.built_empty``), or the function
+    a process launcher starts (``mp.spawn(main, ...)``, ``Process(target=main)``)."""
+    helper = loops.local_helper(call)
+    if helper is not None:
+        return helper
+    target = launched_function(call)
+    if target is not None:
+        return None if spawns(call) else target  # a spawned function is a run of its own
+    klass = constructed_local_class(call)
+    if klass is None or device.built_empty(call):
+        return None  # built on the meta device / under empty_init: its constructor initialises nothing
+    init = klass.locals.get("__init__")
+    if init and isinstance(init[0], nodes.FunctionDef):
+        return init[0]
+    return None
+
+
+def launched_function(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The function of the file that a process launcher runs in each worker: the first argument of
+    ``torch.multiprocessing.spawn`` / ``start_processes``, the ``target=`` of a ``Process`` (one of
+    a ``get_context(...)`` context included)."""
+    launch = _launch(call)
+    if launch is None:
+        return None
+    target = launch[1]
+    if not isinstance(target, (nodes.Name, nodes.Attribute)):
+        return None
+    func = infer.function_def(target)
+    return func if func is not None and func.root() is call.root() else None
+
+
+def spawns(call: nodes.Call) -> bool:
+    """``call`` launches processes that start in fresh interpreters (``FRESH_START_METHODS``):
+    ``torch.multiprocessing.spawn``; ``start_processes`` unless given another ``start_method``; a
+    ``Process`` of a ``get_context("spawn")`` context, or of a file that calls
+    ``set_start_method("spawn")``.  False for anything else, an unknown method included."""
+    launch = _launch(call)
+    if launch is None:
+        return False
+    kind = launch[0]
+    if kind == "spawn":
+        return True
+    if kind == "start_processes":
+        method = infer.argument(call, "start_method", 5)
+        return method is None or _constant(method) in FRESH_START_METHODS
+    if kind == "context":
+        context = _start_context(call.func.expr)  # type: ignore[union-attr]
+        method = infer.argument(context, "method", 0) if context is not None else None
+        return method is not None and _constant(method) in FRESH_START_METHODS
+    return _file_start_method(call.root()) in FRESH_START_METHODS
+
+
+def _launch(call: nodes.Call) -> Optional[Tuple[str, Optional[nodes.NodeNG]]]:
+    """(kind, the function argument) of a process launch: kind ``spawn`` / ``start_processes``, ``process``
+    (a ``Process`` class of the imports) or ``context`` (``ctx.Process`` of a ``get_context`` call)."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)) or infer.call_name(call) not in _LAUNCHER_NAMES:
+        return None
+    dotted = infer.dotted_name(call.func)  # the file's imports, aliases included (no inference)
+    if dotted is None:
+        dotted = infer.qname(call.func)  # e.g. ``mp = torch.multiprocessing``
+    name = tuple(dotted.rsplit(".", 1)) if dotted and "." in dotted else None
+    target = next((kw.value for kw in call.keywords or () if kw.arg == "target"), None)
+    if name in SPAWN_FUNCTIONS:
+        return str(name[1]), infer.argument(call, "fn", 0)  # type: ignore[index]
+    if name in PROCESS_CLASSES:
+        return "process", target
+    if isinstance(call.func, nodes.Attribute) and call.func.attrname == "Process":
+        if _start_context(call.func.expr) is not None:
+            return "context", target
+    return None
+
+
+def _start_context(expr: nodes.NodeNG) -> Optional[nodes.Call]:
+    """The ``multiprocessing.get_context(...)`` call that ``expr`` is, written there or bound once to its name."""
+    if isinstance(expr, nodes.Name):
+        values = dataflow.assigned_values(expr)
+        expr = values[0] if values and len(values) == 1 else None
+    if not isinstance(expr, nodes.Call) or infer.call_name(expr) != "get_context":
+        return None
+    dotted = infer.dotted_name(expr.func)
+    return expr if dotted is not None and dotted.rsplit(".", 1)[0] in MULTIPROCESSING_MODULES else None
+
+
+_START_METHODS: "Dict[nodes.Module, Optional[str]]" = memo.per_file()
+
+
+def _file_start_method(module: nodes.Module) -> Optional[str]:
+    """The start method the file sets (``mp.set_start_method("spawn")``); None when it sets none,
+    an unknown one or several."""
+    if module not in _START_METHODS:
+        methods = set()
+        for call in module.nodes_of_class(nodes.Call):
+            if infer.call_name(call) != "set_start_method":
+                continue
+            dotted = infer.dotted_name(call.func)
+            if dotted is not None and dotted.rsplit(".", 1)[0] in MULTIPROCESSING_MODULES:
+                method = infer.argument(call, "method", 0)
+                methods.add(_constant(method) if method is not None else None)
+        _START_METHODS[module] = methods.pop() if len(methods) == 1 else None
+    return _START_METHODS[module]
+
+
+def _constant(node: nodes.NodeNG) -> Optional[str]:
+    return node.value if isinstance(node, nodes.Const) and isinstance(node.value, str) else None
+
+
+def constructed_local_class(call: nodes.Call) -> Optional[nodes.ClassDef]:
+    """The class of the checked file that ``call`` instantiates, or None."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return None
+    if infer.call_name(call) not in loops.defined_class_names(call.root()):
+        return None  # no class of that name in the file (an alias of a local class is missed)
+    value = infer.safe_infer(call.func)
+    if isinstance(value, nodes.ClassDef) and value.root() is call.root():
+        return value
+    return None
+
+
+def trains(calls: List[nodes.Call]) -> bool:
+    """The run reaches a training step: ``loss.backward()``, ``trainer.fit(...)``, or ``trainer.train()``
+    on something that is not a module (``model.train()`` only switches a module's mode)."""
+    return any(infer.method_name(call) in TRAINING_METHODS for call in calls) or _fits(calls)
+
+
+def _fits(calls: List[nodes.Call]) -> bool:
+    for call in calls:
+        if infer.call_name(call) in TRAINING_CALLS:
+            return True
+        if infer.method_name(call) == "train" and not call.args and not call.keywords:
+            if not infer.is_instance_of(call.func.expr, MODULE_BASES):  # type: ignore[union-attr]
+                return True
+    return False
+
+
+#: Library functions that step the optimizer they are handed (resolved through the file's imports).
+OPTIMIZER_STEP_FUNCTIONS = frozenset({"torch_xla.core.xla_model.optimizer_step"})
+#: Backwards that write gradients into a distributed-autograd context, not ``.grad``: only a
+#: ``DistributedOptimizer``'s ``step(context_id)`` (often on another worker) applies them.
+CONTEXT_BACKWARDS = frozenset({"torch.distributed.autograd.backward"})
+#: Frameworks whose engine object steps its optimizer itself (``engine.step()`` after ``deepspeed.initialize``).
+STEPPING_ENGINES = frozenset({"deepspeed"})
+
+
+def updates_parameters(calls: List[nodes.Call]) -> bool:
+    """The run changes parameters: a framework fits (``trains``), it steps an optimizer
+    (``gradients.stepped_optimizer``: ``optimizer.step()``, ``scaler.step(opt)``), a library function
+    or a framework engine steps one (``xm.optimizer_step(opt)``, DeepSpeed's ``engine.step()``), it runs a
+    distributed-autograd backward (``CONTEXT_BACKWARDS``, for a remote optimizer to apply), or, in
+    a function it runs, it writes a gradient into a tensor in place (``p -= lr * p.grad``,
+    ``p.data.add_(p.grad, alpha=-lr)``, ``p.data = p.data - lr * p.grad``).  A scheduler's or an
+    environment's ``step()`` updates nothing."""
+    if _fits(calls):
+        return True
+    scopes: Dict[int, nodes.NodeNG] = {}
+    for call in calls:
+        if _steps_optimizer(call):
+            return True
+        name = infer.call_name(call) or ""
+        if name.endswith("_") and any(_reads_grad(arg) for arg in call.args):
+            return True
+        scopes.setdefault(id(call.scope()), call.scope())
+    for scope in scopes.values():
+        for node in scope.nodes_of_class((nodes.AugAssign, nodes.Assign)):
+            if isinstance(node, nodes.Assign) and not any(isinstance(t, nodes.AssignAttr) for t in node.targets):
+                continue  # a plain name bound to a value computed from a gradient (a norm for a log)
+            if _reads_grad(node.value):
+                return True
+    return False
+
+
+def _steps_optimizer(call: nodes.Call) -> bool:
+    if gradients.stepped_optimizer(call) is not None:
+        return True
+    if isinstance(call.func, nodes.Attribute) and call.func.attrname == "step":
+        return frameworks.framework_of(call.func.expr) in STEPPING_ENGINES
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    dotted = infer.dotted_name(call.func)
+    return dotted in OPTIMIZER_STEP_FUNCTIONS or is_context_backward(call)
+
+
+def is_context_backward(call: nodes.Call) -> bool:
+    """``dist_autograd.backward(context_id, [loss])``: gradients for a distributed optimizer (``CONTEXT_BACKWARDS``)."""
+    if infer.method_name(call) != "backward":
+        return False
+    return (infer.qname(call.func) or infer.dotted_name(call.func)) in CONTEXT_BACKWARDS
+
+
+#: torch's numerical gradient checks, as (module, function) import paths: no stub defines them, so
+#: they are matched on the dotted path the file's imports give, like ``SPAWN_FUNCTIONS``.
+GRADIENT_CHECKS = frozenset(
+    {("torch.autograd", "gradcheck"), ("torch.autograd", "gradgradcheck"), ("torch.autograd.gradcheck", "gradcheck"),
+     ("torch.autograd.gradcheck", "gradgradcheck")}
+)
+
+
+def checks_gradients(calls: List[nodes.Call]) -> bool:
+    """The run compares gradients numerically (``torch.autograd.gradcheck``): a test of an op."""
+    names = {name for _, name in GRADIENT_CHECKS}
+    for call in calls:
+        if isinstance(call.func, (nodes.Name, nodes.Attribute)) and infer.call_name(call) in names:
+            if tuple((infer.dotted_name(call.func) or "").rsplit(".", 1)) in GRADIENT_CHECKS:
+                return True
+    return False
+
+
+def _reads_grad(node: nodes.NodeNG) -> bool:
+    return any(attribute.attrname == "grad" for attribute in node.nodes_of_class(nodes.Attribute))
+
+
+#: Libraries whose functions and classes read data: files, datasets, environments (resolved through the imports).
+DATA_LIBRARIES = (
+    "torch.utils.data.", "torchvision.datasets.", "torchaudio.datasets.", "torchtext.", "datasets.", "pandas.",
+    "h5py.", "PIL.", "cv2.", "imageio.", "soundfile.", "librosa.", "scipy.io.", "sklearn.datasets.", "gym.",
+    "gymnasium.", "json.", "pickle.", "csv.", "glob.", "tarfile.", "zipfile.", "urllib.", "requests.",
+    "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "numpy.memmap", "os.listdir",
+    "os.scandir", "os.walk",
+)
+#: Base classes of the datasets a run may build.
+DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.IterableDataset"})
+#: Iterables of a loop that only counts repetitions.
+COUNTING_ITERABLES = frozenset({"range", "itertools.count", "tqdm.trange", "tqdm.auto.trange"})
+
+
+def library_self_test(module: nodes.Module, calls: List[nodes.Call]) -> bool:
+    """The file is a library with a smoke or memory test, not a run: another module of the project
+    imports it (``imported_by_project``), and its ``__main__`` block trains on made-up tensors only
+    (``torch.randn`` inputs): no call of the run reads data (``reads_data``)."""
+    if not any(is_main_guard(statement) for statement in module.body) or not imported_by_project(module):
+        return False
+    return not any(reads_data(call) for call in calls)
+
+
+def reads_data(call: nodes.Call) -> bool:
+    """``call`` reads data, builds a dataset or loader, or makes an environment: a function of a
+    data library (``DATA_LIBRARIES``), ``open``, a dataset class, or a value that a training loop
+    iterates or that is handed to a framework's training (``loader_use.uses_of``: a loader built by a
+    helper of another module, ``AudioDataLoader(...)``)."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    dotted = infer.dotted_name(call.func) or infer.callee_qname(call) or ""
+    if any(dotted.startswith(prefix) for prefix in DATA_LIBRARIES):
+        return True
+    if isinstance(call.func, nodes.Name) and infer.call_name(call) == "open":
+        return True
+    klass = infer.safe_infer(call.func)
+    if isinstance(klass, nodes.ClassDef) and infer.class_is_subclass_of(klass, DATASET_BASES):
+        return True
+    return _feeds_training(call)
+
+
+def _feeds_training(call: nodes.Call) -> bool:
+    """The value ``call`` makes is iterated by a loop that trains, or handed to a framework's ``fit``
+    or to another module's function together with an optimizer."""
+    from . import loader_use  # loader_use reads this module's launchers when it is imported
+
+    name = infer.call_name(call)
+    qname = infer.callee_qname(call) or infer.dotted_name(call.func) or ""  # type: ignore[arg-type]
+    if name in loops.ITERATION_WRAPPERS or qname in COUNTING_ITERABLES or qname.startswith(("builtins.", "torch.")):
+        return False  # ``range(n)``, ``enumerate(...)`` (its argument is judged itself), a torch tensor
+    uses = loader_use.uses_of(call, through_prepare=True)
+    return bool(uses.training_loops) or uses.handed_to_training
+
+
+#: Clocks a benchmark reads around the code it times (resolved through the imports).
+CLOCKS = frozenset(
+    {"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic", "time.monotonic_ns",
+     "time.process_time", "timeit.default_timer"}
+)
+#: Probes of the GPU's memory use (``pynvml`` resolved through the imports).
+MEMORY_PROBES = frozenset(
+    {"torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated", "torch.cuda.memory_reserved",
+     "torch.cuda.max_memory_reserved", "torch.cuda.reset_peak_memory_stats", "pynvml.nvmlDeviceGetMemoryInfo"}
+)
+#: CUDA events time the code between them when built with ``enable_timing=True``.
+TIMING_EVENTS = frozenset({"torch.cuda.Event"})
+
+_BENCHMARKS: "Dict[nodes.Module, Dict[int, bool]]" = memo.per_file()
+
+
+def made_up_benchmark(scope: nodes.NodeNG) -> bool:
+    """``scope`` (a function, or a module's own statements) measures training steps on made-up
+    tensors, a benchmark or a self-test rather than a training run: it reads a clock or a memory
+    probe (``CLOCKS``, ``MEMORY_PROBES``, a timing ``torch.cuda.Event``); it trains (a backward) by
+    repeating a loop that only counts (``range``) or once, on a forward whose every input is a tensor
+    built in place (``torch.ones(...)``, ``torch.randn(...)``: ``evaluation.dummy_input``); nothing it
+    runs reads data (``reads_data``); and nothing reads what it trains: the forward's outputs (and
+    the loss made from them) only reach the backward, and the trained module is not read after the
+    last backward (not evaluated, saved or returned).  A regression on generated data whose model
+    or loss is then looked at is a training run."""
+    root = scope.root()
+    table = _BENCHMARKS.setdefault(root, {})
+    if id(scope) not in table:
+        table[id(scope)] = _made_up_benchmark(scope)
+    return table[id(scope)]
+
+
+def benchmark_only(calls: List[nodes.Call]) -> bool:
+    """Every backward of the run sits in a benchmark on made-up tensors (``made_up_benchmark``) and
+    no framework fits: the run measures training steps, it does not train."""
+    backwards = [call for call in calls if infer.method_name(call) in TRAINING_METHODS]
+    if not backwards or _fits(calls):
+        return False
+    return all(made_up_benchmark(loops.enclosing_function(call) or call.root()) for call in backwards)
+
+
+def _own(scope: nodes.NodeNG, klass: type) -> List[nodes.NodeNG]:
+    """Nodes of ``klass`` in ``scope``'s own code (nested functions and classes left out)."""
+    skip = (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)
+    if isinstance(scope, nodes.Module):
+        body = [statement for statement in scope.body if not isinstance(statement, skip)]
+    else:
+        body = list(scope.body)
+    found: List[nodes.NodeNG] = []
+    for statement in body:
+        if isinstance(statement, klass):
+            found.append(statement)
+        found.extend(statement.nodes_of_class(klass, skip_klass=skip))
+    return found
+
+
+def _made_up_benchmark(scope: nodes.NodeNG) -> bool:
+    own_calls: List[nodes.Call] = _own(scope, nodes.Call)  # type: ignore[assignment]
+    backwards = [call for call in own_calls if infer.method_name(call) in TRAINING_METHODS]
+    if not backwards or not any(_probe(call) for call in own_calls):
+        return False
+    if any(not _counting(loop) for call in backwards for loop in loops.enclosing_loops(call)):
+        return False  # a loop over batches, a parameter, a list: data the caller chose
+    forwards = [call for call in own_calls if evaluation.dummy_input(call)]
+    if not forwards:
+        return False
+    statements = [s for s in scope.body if not isinstance(s, (nodes.FunctionDef, nodes.ClassDef))]
+    if any(reads_data(call) for call in loops.calls_in(statements)):
+        return False
+    return not _results_read(scope, forwards, backwards)
+
+
+def _probe(call: nodes.Call) -> bool:
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    name = infer.dotted_name(call.func) or infer.callee_qname(call) or ""
+    if name in CLOCKS or name in MEMORY_PROBES:
+        return True
+    if name in TIMING_EVENTS or infer.callee_qname(call) in TIMING_EVENTS:
+        timing = infer.argument(call, "enable_timing", 0)
+        return isinstance(timing, nodes.Const) and timing.value is True
+    return False
+
+
+def _counting(loop: nodes.NodeNG) -> bool:
+    """A ``while`` loop, or a ``for`` over ``range(n)`` (wrapped or not: ``tqdm(range(n))``)."""
+    if not isinstance(loop, nodes.For):
+        return isinstance(loop, nodes.While)
+    iterable = loop.iter
+    while isinstance(iterable, nodes.Call) and isinstance(iterable.func, (nodes.Name, nodes.Attribute)):
+        name = infer.dotted_name(iterable.func) or infer.call_name(iterable) or ""
+        if name in COUNTING_ITERABLES:
+            return True
+        if infer.call_name(iterable) not in loops.ITERATION_WRAPPERS or not iterable.args:
+            return False
+        iterable = iterable.args[0]
+    return False
+
+
+def _results_read(scope: nodes.NodeNG, forwards: List[nodes.Call], backwards: List[nodes.Call]) -> bool:
+    """Something other than the backward reads what the made-up forwards compute (a printed or
+    accumulated loss, a returned output), or the trained module is read after the last backward."""
+    outputs: Set[str] = set()
+    assigns: List[nodes.Assign] = _own(scope, nodes.Assign)  # type: ignore[assignment]
+    changed = True
+    while changed:
+        changed = False
+        for assign in assigns:
+            computed = any(call in forwards for call in assign.value.nodes_of_class(nodes.Call)) or any(
+                name.name in outputs for name in assign.value.nodes_of_class(nodes.Name)
+            )
+            targets = {name.name for target in assign.targets for name in target.nodes_of_class(nodes.AssignName)}
+            if computed and not targets <= outputs:
+                outputs |= targets
+                changed = True
+    differentiated = [call.func.expr for call in backwards if isinstance(call.func, nodes.Attribute)]
+    for name in _own(scope, nodes.Name):
+        if name.name not in outputs:
+            continue
+        statement = name.statement()
+        if isinstance(statement, nodes.Assign) and statement in assigns and loops.inside(name, statement.value):
+            targets = {n.name for target in statement.targets for n in target.nodes_of_class(nodes.AssignName)}
+            if targets <= outputs:
+                continue  # an output computed from an output: the loss
+        if any(name is receiver or loops.inside(name, receiver) for receiver in differentiated):
+            continue  # ``loss.backward()``, ``scaler.scale(loss).backward()``
+        return True
+    trained = {dataflow.binding_text(call.func) for call in forwards}
+    last = max(call.lineno for call in backwards)
+    for node in _own(scope, (nodes.Name, nodes.Attribute)):  # type: ignore[arg-type]
+        if node.lineno > last and dataflow.binding_text(node) in trained:
+            return True
+    return False
+
+
+def imported_by_project(module: nodes.Module) -> bool:
+    """A module of the file's folder or of the folder above imports the file (``from .unet import
+    UNet``, ``import library.unet``, ``from networks import lora``; a bare ``import unet`` from its
+    own folder).  Only those two folders are read, and only their import lines."""
+    path = getattr(module, "file", None)
+    if not path or not str(path).endswith(".py"):
+        return False
+    path = os.path.abspath(str(path))
+    folder = os.path.dirname(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    package = os.path.basename(folder)
+    nearby = re.compile(r"^(?:from\s+\.?{0}\b|import\s+{0}\b|from\s+\.\s+import\s+.*\b{0}\b)".format(re.escape(stem)))
+    qualified = re.compile(
+        r"^(?:from|import)\s+[\w.]*\b{0}\.{1}\b|^from\s+[\w.]*\b{0}\s+import\s+.*\b{1}\b".format(
+            re.escape(package), re.escape(stem)
+        )
+    )
+    for other, lines in _import_lines(folder).items():
+        if other != path and any(nearby.match(line) or qualified.match(line) for line in lines):
+            return True
+    parent = os.path.dirname(folder)
+    if parent == folder:
+        return False
+    return any(qualified.match(line) for lines in _import_lines(parent).values() for line in lines)
+
+
+#: Files of one folder read for their import lines, and how much of each.
+MAX_FOLDER_FILES, MAX_FILE_BYTES = 400, 200_000
+
+
+#: Import lines per folder, read once per checked file: a file edited since (an editor's server keeps
+#: running) is read again for the next file.
+_FOLDER_IMPORTS: "Dict[str, Dict[str, Tuple[str, ...]]]" = memo.per_file()
+
+
+def _import_lines(folder: str) -> Dict[str, Tuple[str, ...]]:
+    """The import lines (stripped) of each Python file directly in ``folder``."""
+    if folder not in _FOLDER_IMPORTS:
+        _FOLDER_IMPORTS[folder] = _read_import_lines(folder)
+    return _FOLDER_IMPORTS[folder]
+
+
+def _read_import_lines(folder: str) -> Dict[str, Tuple[str, ...]]:
+    found: Dict[str, Tuple[str, ...]] = {}
+    try:
+        names = sorted(os.listdir(folder))[: MAX_FOLDER_FILES * 4]
+    except OSError:
+        return found
+    for name in names:
+        if not name.endswith(".py") or len(found) >= MAX_FOLDER_FILES:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(MAX_FILE_BYTES)
+        except OSError:
+            continue
+        found[path] = tuple(
+            line.strip() for line in text.splitlines() if line.lstrip().startswith(("import ", "from "))
+        )
+    return found

@@ -1,0 +1,578 @@
+"""Is a forward pass an evaluation?  Evidence read from the code around it, for TP002.
+
+* the function is named like one (``evaluate``, ``validate``, ``predict``, ``infer``; ``test``
+  only with a loop, so model-file smoke tests and pytest functions do not count);
+* an enclosing loop iterates a held-out split (``val_loader``, ``loaders["test"]``, ``testloader``);
+* the model was switched to ``eval()`` before the call (:func:`mode_before`);
+
+and the counter-evidence: a pass that uses gradients (backward, autograd.grad, requires_grad_),
+a model frozen with ``requires_grad_(False)``.  All syntactic except where noted.
+
+A forward that runs once (:func:`repeats`, :func:`dummy_input`, :func:`test_module`) is not an
+evaluation loop: TP002 asks its callers whether their function runs once too.  A forward on a
+``Variable(x, volatile=True)`` input (:func:`volatile_input`) runs without autograd in the
+PyTorch (0.3 and before) the file is written for.
+
+A forward under another name is a method of the project's model class that runs its submodules
+(:func:`model_method`).  A pass function shared by training and validation is an evaluation for
+a call whose constant arguments skip all its gradient use, after an eval() switch
+(:func:`eval_pass_call`).
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable, FrozenSet, List, Optional, Set, Tuple
+
+from astroid import nodes
+from astroid.bases import BoundMethod, Instance, UnboundMethod
+from astroid.exceptions import AstroidError
+
+from ..setup import brain
+from ..semantic import dataflow, infer, loops
+from . import device, grad, models, modes, origins, param_count
+from .models import SELF_RETURNING_METHODS as _SELF_RETURNING
+from .param_count import TENSOR_FACTORIES
+
+#: Words of a function name that make it an evaluation or inference function.
+EVAL_FUNCTION_WORDS = frozenset(
+    {"val", "valid", "validate", "validation", "eval", "evaluate", "evaluation", "test", "testing", "predict",
+     "prediction", "predictions", "infer", "inference"}
+)
+
+#: "test" alone names an evaluation only for a function with a loop (``def test(): y = net(x)`` in a
+#: model file, or a pytest function, is a smoke test).
+TEST_WORDS = frozenset({"test", "testing"})
+
+#: Words of a loop's iterable that name a held-out split (``val_loader``, ``loaders["test"]``, ``testloader``).
+EVAL_SPLIT_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "testing", "dev", "holdout"})
+
+#: Suffixes glued to a split word without an underscore (``testloader``, ``valset``).
+SPLIT_SUFFIXES = ("loader", "loaders", "dl", "set", "data", "dataset", "batches", "iter")
+
+#: Calls showing that a pass needs gradients (adversarial examples, saliency maps): never reported.
+GRADIENT_METHODS = frozenset({"backward", "manual_backward", "requires_grad_"})
+GRADIENT_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+
+#: Mode switches on a module: ``eval()`` (or ``train(False)``) and ``train()``.
+MODE_METHODS = frozenset({"eval", "train"})
+
+#: Method calls that are never a forward pass.
+NOT_FORWARD_METHODS = GRADIENT_METHODS | MODE_METHODS
+
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def uses_gradients(call: nodes.Call) -> bool:
+    """``backward()``, ``manual_backward``, ``requires_grad_()``, ``requires_grad=True`` or ``autograd.grad``."""
+    if infer.method_name(call) in GRADIENT_METHODS:
+        return True
+    for kw in call.keywords or ():
+        if kw.arg == "requires_grad" and isinstance(kw.value, nodes.Const) and kw.value.value is True:
+            return True
+    if infer.call_name(call) in ("grad", "backward"):
+        return infer.callee_qname(call) in GRADIENT_FUNCTIONS or infer.dotted_name(call.func) in GRADIENT_FUNCTIONS
+    return False
+
+
+def _own_nodes(scope: nodes.NodeNG, klass: type) -> List[nodes.NodeNG]:
+    """Nodes of ``klass`` in a function, or in a module's own statements (not its functions)."""
+    if not isinstance(scope, nodes.Module):
+        return list(scope.nodes_of_class(klass))
+    return list(scope.nodes_of_class(klass, skip_klass=(nodes.FunctionDef, nodes.ClassDef)))
+
+
+def frozen_receivers(scope: nodes.NodeNG) -> Set[str]:
+    """Texts of the models frozen in ``scope``: ``X.requires_grad_(False)`` and
+    ``for p in X.parameters(): p.requires_grad = False``."""
+    found: Set[str] = set()
+    for call in _own_nodes(scope, nodes.Call):
+        if infer.method_name(call) == "requires_grad_" and call.args:
+            flag = call.args[0]
+            if isinstance(flag, nodes.Const) and flag.value is False:
+                found.add(dataflow.binding_text(unwrap(call.func.expr)))  # type: ignore[union-attr]
+    for assign in _own_nodes(scope, nodes.Assign):
+        value = assign.value
+        if not (isinstance(value, nodes.Const) and value.value is False):
+            continue
+        for target in assign.targets:
+            if not (isinstance(target, nodes.AssignAttr) and target.attrname == "requires_grad"):
+                continue
+            loop = target.parent
+            while loop is not None and not isinstance(loop, nodes.For):
+                loop = loop.parent
+            iterable = loop.iter if isinstance(loop, nodes.For) else None
+            if (
+                isinstance(iterable, nodes.Call)
+                and infer.method_name(iterable) in ("parameters", "named_parameters")
+                and isinstance(target.expr, nodes.Name)
+            ):
+                found.add(dataflow.binding_text(unwrap(iterable.func.expr)))  # type: ignore[union-attr]
+    return found
+
+
+def _words(name: str) -> List[str]:
+    return [w.lower() for w in _WORD.findall(name)]
+
+
+def eval_named(func: nodes.FunctionDef) -> bool:
+    if pytest_function(func):
+        return False  # the name says what is tested (``test_inference_mode_...``), not that it evaluates
+    words = set(_words(func.name)) & EVAL_FUNCTION_WORDS
+    if not words:
+        return False
+    if words <= TEST_WORDS and next(func.nodes_of_class((nodes.For, nodes.While)), None) is None:
+        return False  # a pytest function or a model file's shape smoke test, not an evaluation loop
+    return True
+
+
+def split_words(expr: nodes.NodeNG) -> bool:
+    texts: List[str] = []
+    for node in [expr] + list(expr.nodes_of_class((nodes.Name, nodes.Attribute, nodes.Const))):
+        if isinstance(node, nodes.Name):
+            texts.append(node.name)
+        elif isinstance(node, nodes.Attribute):
+            texts.append(node.attrname)
+        elif isinstance(node, nodes.Const) and isinstance(node.value, str):
+            texts.append(node.value)
+    for text in texts:
+        for word in _words(text):
+            if word in EVAL_SPLIT_WORDS:
+                return True
+            if any(word.startswith(split) and word[len(split):] in SPLIT_SUFFIXES for split in EVAL_SPLIT_WORDS):
+                return True
+    return False
+
+
+def split_loop(call: nodes.Call) -> Optional["loops.Loop"]:
+    """The innermost enclosing ``for`` loop that iterates a validation / test split."""
+    for loop in loops.enclosing_loops(call):
+        if isinstance(loop, nodes.For) and split_words(loop.iter):
+            return loop
+    return None
+
+
+def has_eval_calls(scope: nodes.NodeNG) -> bool:
+    """Any ``x.eval()``/``x.train(False)`` in the function (or the module body and its functions)."""
+    for call in scope.nodes_of_class(nodes.Call):
+        method = infer.method_name(call)
+        if method == "eval" or (method == "train" and call.args and isinstance(call.args[0], nodes.Const)):
+            return True
+    return False
+
+
+def model_expression(call: nodes.Call) -> nodes.NodeNG:
+    func = call.func
+    if isinstance(func, nodes.Attribute) and func.attrname == "forward":
+        return func.expr
+    return func
+
+
+def model_method(call: nodes.Call) -> bool:
+    """``call`` runs a method of a model that is a forward pass under another name.
+
+    Read: a method of an ``nn.Module`` class of the project that runs the model's submodules
+    (``model.predict(u, items)``, ``model.incremental_forward(x)``), not ``forward`` itself, a mode
+    switch, a dunder, a method that runs no submodule (``model.init_hidden(n)``) or a library's.
+    Unread (the receiver's class is not in the files read, as for a model built by a builder
+    module of the project that was not found): a method named for a forward
+    (:data:`FORWARD_METHOD_WORDS`: ``incremental_forward``, ``forward_features``) of a receiver that
+    is a model (``models.kind``) or an unresolved one named like a model; the rule asks for an
+    ``eval()`` switch or a held-out split on top.  ``predict``/``generate``/``encode`` of a class
+    not read are left alone: libraries commonly run those under ``no_grad`` themselves."""
+    func = call.func
+    if not isinstance(func, nodes.Attribute) or func.attrname == "forward" or func.attrname.startswith("__"):
+        return False
+    if func.attrname in NOT_FORWARD_METHODS:
+        return False
+    method = infer.function_def(func) or _method_of_argument(func)
+    if method is None:
+        return _unread_forward(func)
+    if not method.is_method():
+        return False
+    klass = method.parent.frame()
+    if not isinstance(klass, nodes.ClassDef) or not param_count.is_module_class(klass):
+        return False
+    root = method.root()
+    if root is not call.root() and not brain.project_module(str(root.name)):
+        return False  # a library's method (``generate`` of a pretrained model): not read here
+    return _runs_submodules(method, 2)
+
+
+#: Words of a method name that make it a forward pass when its class is not read.
+FORWARD_METHOD_WORDS = frozenset({"forward"})
+
+
+def _unread_forward(func: nodes.Attribute) -> bool:
+    """``model.incremental_forward`` where ``model`` resolves to no class (only its name or its
+    reaching assignments say it is a model) and the method is named for a forward."""
+    if not set(_words(func.attrname)) & FORWARD_METHOD_WORDS:
+        return False
+    if infer.safe_infer(func.expr) is not None:
+        return False  # resolved to something whose method was not found: not this case
+    return models.kind(func.expr) == models.MODEL or models.model_named(func.expr)
+
+
+def _method_of_argument(func: nodes.Attribute) -> Optional[nodes.FunctionDef]:
+    """For ``model.predict`` on a parameter ``model``: the method that every in-file call site's
+    argument resolves to (``evaluate(model, users)`` with ``model = Rec()`` there, or a parameter
+    of the caller bound the same way one level up), or None."""
+    classes = _argument_classes(func.expr, 2)
+    if not classes or len({c.qname() for c in classes}) != 1:
+        return None
+    try:
+        candidates = classes[0].getattr(func.attrname)
+    except (AstroidError, RecursionError):
+        return None
+    return candidates[0] if candidates and isinstance(candidates[0], nodes.FunctionDef) else None
+
+
+def _argument_classes(expr: nodes.NodeNG, depth: int) -> Optional[List[nodes.ClassDef]]:
+    """The classes of the instances every in-file call site passes for the parameter ``expr``."""
+    if not isinstance(expr, nodes.Name) or depth <= 0:
+        return None
+    arguments = infer.parameter_arguments(expr)
+    if not arguments:
+        return None
+    classes: List[nodes.ClassDef] = []
+    for argument in arguments:
+        value = infer.safe_infer(argument)
+        if isinstance(value, Instance) and not isinstance(value, (BoundMethod, UnboundMethod)):
+            if not isinstance(value._proxied, nodes.ClassDef):
+                return None
+            classes.append(value._proxied)
+            continue
+        inner = _argument_classes(argument, depth - 1)
+        if not inner:
+            return None
+        classes.extend(inner)
+    return classes
+
+
+def _runs_submodules(method: nodes.FunctionDef, depth: int) -> bool:
+    """``method`` calls ``self(...)``, ``self.forward(...)``, a submodule with parameters
+    (``self.decoder(...)``), or a method of its own that does (``depth`` levels), with autograd on
+    there (not under its own ``no_grad``)."""
+    for call in method.nodes_of_class(nodes.Call):
+        func = call.func
+        if grad.grad_disabled(call):
+            continue
+        if isinstance(func, nodes.Name) and func.name == "self":
+            return True
+        if not (isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Name) and func.expr.name == "self"):
+            continue
+        if func.attrname == "forward" or models.kind(func) == models.MODEL:
+            return True
+        if depth > 1 and func.attrname not in NOT_FORWARD_METHODS:
+            inner = infer.function_def(func)
+            if inner is not None and inner is not method and inner.is_method() and _runs_submodules(inner, depth - 1):
+                return True
+    return False
+
+
+def unwrap(expr: nodes.NodeNG) -> nodes.NodeNG:
+    """``model`` for ``model.module`` (a wrapper's inner model)."""
+    while isinstance(expr, nodes.Attribute) and expr.attrname == "module":
+        expr = expr.expr
+    return expr
+
+
+def mode_before(call: nodes.Call, model: nodes.NodeNG, scope: nodes.NodeNG) -> Optional[Tuple[str, str]]:
+    """(``"eval"``/``"train"``, receiver text) of the last ``<model>.eval()``/``.train()`` before
+    ``call`` in its function (a call on ``model`` also switches ``model.head``)."""
+    return mode_before_text(call, dataflow.binding_text(unwrap(model)), scope)
+
+
+def mode_before_text(call: nodes.Call, wanted: str, scope: nodes.NodeNG) -> Optional[Tuple[str, str]]:
+    """:func:`mode_before` for a model named by its text (``wanted``) in ``call``'s function."""
+    child: nodes.NodeNG = call
+    parent = call.parent
+    while parent is not None:
+        before: List[nodes.NodeNG] = []
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and child in block:
+                before = block[: block.index(child)]
+                break
+        for stmt in reversed(before):
+            found = _last_mode_call(stmt, wanted)
+            if found is not None:
+                return found
+        if parent is scope:
+            return None
+        child = parent
+        parent = parent.parent
+    return None
+
+
+# ---------------------------------------------------------------- a shared train/eval pass
+def eval_pass_call(forward: nodes.Call, func: nodes.FunctionDef, model: nodes.NodeNG) -> Optional[nodes.Call]:
+    """A call in the file of ``func``, a train/eval pass shared by both phases (it takes gradients
+    under a condition on its parameters: ``if is_train: loss.backward()``), that runs it as an
+    evaluation: with that call's constant arguments (and the defaults it leaves) every gradient use
+    of ``func`` is skipped and ``forward`` still runs, and ``model`` is in eval mode there (switched
+    in ``func`` on the flag before ``forward``, or by the caller before the call).  None otherwise."""
+    if not any(uses_gradients(c) for c in loops.calls_in(list(func.body))):
+        return None  # not a shared pass: the ordinary evidence decides
+    for site in loops.call_sites(func):
+        if grad.grad_disabled(site) or not (repeats(forward) or repeats(site)):
+            continue
+        reached = modes.calls_when_called(func, site)
+        if not any(c is forward for c, _ in reached) or _takes_gradients(reached):
+            continue
+        frame = next(f for c, f in reached if c is forward)
+        wanted = modes.caller_text(unwrap(model), frame)
+        if wanted is None:
+            continue
+        if _switched_before(forward, reached, wanted):
+            return site
+        caller = loops.enclosing_function(site) or site.root()
+        mode = mode_before_text(site, wanted, caller)
+        if mode is not None and mode[0] == "eval":
+            return site
+    return None
+
+
+def _takes_gradients(reached: "List[Tuple[nodes.Call, modes.Frame]]") -> bool:
+    """A reached call uses gradients, itself or in a helper of the file it calls."""
+    for call, _ in reached:
+        if uses_gradients(call):
+            return True
+        helper = loops.local_helper(call)
+        if helper is not None and any(uses_gradients(c) for c in loops.calls_in(list(helper.body))):
+            return True
+    return False
+
+
+def _switched_before(forward: nodes.Call, reached: "List[Tuple[nodes.Call, modes.Frame]]", wanted: str) -> bool:
+    """An eval switch on ``wanted`` (or a module holding it) among the calls reached before ``forward``."""
+    for call, frame in reached:
+        if call is forward:
+            return False
+        if not (isinstance(call.func, nodes.Attribute) and modes.switches_to_eval(call, frame)):
+            continue
+        receiver = modes.caller_text(unwrap(call.func.expr), frame)
+        if receiver is not None and (wanted == receiver or wanted.startswith(receiver + ".")):
+            return True
+    return False
+
+
+def _last_mode_call(stmt: nodes.NodeNG, wanted: str) -> Optional[Tuple[str, str]]:
+    result: Optional[Tuple[Tuple[int, int], Tuple[str, str]]] = None
+    for call in infer.iter_calls(stmt):
+        method = infer.method_name(call)
+        if method not in MODE_METHODS:
+            continue
+        receiver = dataflow.binding_text(unwrap(call.func.expr))  # type: ignore[union-attr]
+        if wanted != receiver and not wanted.startswith(receiver + "."):
+            continue  # model.eval() also switches model.head
+        mode = "eval" if method == "eval" else "train"
+        if method == "train" and call.args and isinstance(call.args[0], nodes.Const) and call.args[0].value is False:
+            mode = "eval"
+        key = (call.lineno or 0, call.col_offset or 0)
+        if result is None or key > result[0]:
+            result = (key, (mode, receiver))
+    return result[1] if result is not None else None
+
+
+# ---------------------------------------------------------------- forwards that run once
+_COMPREHENSIONS = (nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)
+
+#: Methods that only move or cast a tensor (``torch.ones(1, 3, 8, 8).cuda()`` is still a dummy input).
+_MOVES = device.TRANSFER_METHODS | origins.SHAPE_METHODS | frozenset({"long", "int", "bool"})
+
+
+def repeats(node: nodes.NodeNG) -> bool:
+    """``node`` runs more than once per call of its function: in a ``for``/``while`` body, or in a
+    comprehension (``[model(x) for x in loader]``)."""
+    if loops.enclosing_loops(node):
+        return True
+    scope = node.scope()
+    return isinstance(scope, _COMPREHENSIONS) and not _in_first_iterable(node, scope)
+
+
+def _in_first_iterable(node: nodes.NodeNG, comprehension: nodes.NodeNG) -> bool:
+    """``node`` is part of the first ``for`` clause's iterable (evaluated once, in the outer scope)."""
+    generators = getattr(comprehension, "generators", None) or []
+    return bool(generators) and (node is generators[0].iter or loops.inside(node, generators[0].iter))
+
+
+def dummy_input(call: nodes.Call) -> bool:
+    """Every argument of the forward is a tensor built in place by a factory (``torch.ones(1, 3, 64, 64)``,
+    moved or cast): a warm-up or a shape probe, not data."""
+    arguments = _arguments(call)
+    return bool(arguments) and all(_always(a, _factory_call) for a in arguments)
+
+
+#: The pre-0.4 autograd wrapper.  ``Variable(x, volatile=True)`` switched autograd off for every
+#: operation reading it, the way ``no_grad`` does since 0.4 (which ignores ``volatile``).
+VARIABLE = "torch.autograd.Variable"
+
+
+def volatile_input(call: nodes.Call) -> bool:
+    """An argument of the forward is ``Variable(x, volatile=True)`` (inline, or every assignment
+    reaching the name, moves and casts left aside): in the PyTorch the file is written for (0.3 and
+    before) the forward builds no graph, an inference forward."""
+    return any(_always(a, _volatile_variable) for a in _arguments(call))
+
+
+def _arguments(call: nodes.Call) -> List[nodes.NodeNG]:
+    return list(call.args) + [kw.value for kw in call.keywords or ()]
+
+
+def _factory_call(expr: nodes.NodeNG) -> bool:
+    return isinstance(expr, nodes.Call) and infer.dotted_name(expr.func) in TENSOR_FACTORIES
+
+
+def _volatile_variable(expr: nodes.NodeNG) -> bool:
+    if not (isinstance(expr, nodes.Call) and infer.dotted_name(expr.func) == VARIABLE):
+        return False
+    flag = infer.argument(expr, "volatile", 2)
+    return isinstance(flag, nodes.Const) and flag.value is True
+
+
+def _always(expr: nodes.NodeNG, made: Callable[[nodes.NodeNG], bool], hops: int = 3) -> bool:
+    """``made`` holds for ``expr`` once moves and casts are stripped (``torch.ones(...).cuda()``),
+    inline or for every assignment reaching a name, unpacked literal tuples included
+    (``x = torch.rand(...)`` then ``if use_gpu: x = x.cuda()``; ``x, y = Variable(x, ...), y``)."""
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in _MOVES and isinstance(expr.func, nodes.Attribute):
+        expr = expr.func.expr
+    if isinstance(expr, nodes.Name) and hops > 0:
+        values = dataflow.assigned_values(expr, unpack=True)
+        return bool(values) and all(_always(value, made, hops - 1) for value in values)  # type: ignore[union-attr]
+    return made(expr)
+
+
+def enables_grad(node: nodes.NodeNG) -> bool:
+    """``node`` runs inside ``with torch.enable_grad():`` (or ``set_grad_enabled(True)``) in its
+    function: whoever runs it there wants the graph."""
+    child, parent = node, node.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
+        if isinstance(parent, nodes.With) and child in parent.body:
+            for item, _ in parent.items:
+                if isinstance(item, nodes.Call) and _turns_grad_on(item):
+                    return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _turns_grad_on(item: nodes.Call) -> bool:
+    name = infer.dotted_name(item.func)
+    if name in ("torch.enable_grad", "torch.autograd.enable_grad"):
+        return True
+    if name == "torch.set_grad_enabled":
+        flag = infer.argument(item, "mode", 0)
+        return isinstance(flag, nodes.Const) and flag.value is True
+    return False
+
+
+# ---------------------------------------------------------------- pytest functions
+#: Modules whose import makes a file a test module (its ``test_*`` functions are test cases).
+TEST_FRAMEWORKS = frozenset({"pytest", "unittest"})
+
+
+def pytest_function(func: nodes.FunctionDef) -> bool:
+    """A ``test_*`` function collected by pytest/unittest: in a test module (``test_*.py``,
+    ``*_test.py``, or a file importing pytest/unittest) or a method of a ``Test*`` class.  Its name
+    describes what it tests (``test_inference_mode_...``), not an evaluation pass."""
+    if not func.name.startswith("test_"):
+        return False
+    klass = func.parent.frame() if isinstance(func.parent, nodes.ClassDef) else None
+    if klass is not None and isinstance(klass, nodes.ClassDef) and klass.name.startswith("Test"):
+        return True
+    return test_module(func.root())
+
+
+def test_module(module: nodes.Module) -> bool:
+    """A test module: named ``test_*.py``, ``*_test.py`` or ``conftest.py``, or importing pytest/unittest."""
+    base = os.path.basename(getattr(module, "file", None) or "")
+    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+        return True
+    for node in module.body:
+        if isinstance(node, nodes.Import) and any(n.split(".")[0] in TEST_FRAMEWORKS for n, _ in node.names):
+            return True
+        if isinstance(node, nodes.ImportFrom) and (node.modname or "").split(".")[0] in TEST_FRAMEWORKS:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- models built frozen (PEFT)
+#: PEFT classes whose ``from_pretrained`` loads the adapter in inference mode (every parameter
+#: frozen) unless ``is_trainable=True`` is passed.
+PEFT_LOADED_FROZEN = re.compile(r"^peft(\.\w+)*\.(PeftModel\w*|AutoPeftModel\w*|PeftMixedModel)$")
+
+#: PEFT functions wrapping a model with a config (frozen when the config says ``inference_mode=True``).
+PEFT_WRAPPERS = frozenset({"peft.get_peft_model", "peft.mapping.get_peft_model", "peft.mapping_func.get_peft_model"})
+
+#: ``merge_and_unload()`` folds the adapter into the base model, whose parameters PEFT froze.  PEFT's
+#: own method name, read without resolving the receiver (PEFT is never read): a name-based fallback.
+MERGE_METHODS = frozenset({"merge_and_unload"})
+
+
+def frozen_model(model: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], Optional[FrozenSet[object]]]) -> bool:
+    """Every binding reaching ``model`` (a Name or ``self.attr``; ``reaching`` gives the flow-sensitive
+    Defs, see ``provenance.reaching_defs``) builds a model whose parameters are all frozen:
+    ``PeftModel.from_pretrained(...)`` without ``is_trainable=True``, ``x.merge_and_unload()``, or
+    ``get_peft_model(base, <Config>(..., inference_mode=True))``.  Autograd then records nothing."""
+    model = unwrap(model)
+    defs = reaching(model)
+    if not defs:
+        return False
+    for d in defs:
+        node = getattr(d, "node", None)
+        assign = node.parent if node is not None else None
+        if not (isinstance(assign, nodes.Assign) and node in assign.targets):
+            return False
+        if not _frozen_producer(assign.value, reaching, 0):
+            return False
+    return True
+
+
+def _frozen_producer(value: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], Optional[FrozenSet[object]]],
+                     depth: int) -> bool:
+    while (
+        isinstance(value, nodes.Call)
+        and isinstance(value.func, nodes.Attribute)
+        and value.func.attrname in _SELF_RETURNING
+        and value.func.attrname != "requires_grad_"
+    ):
+        value = value.func.expr  # PeftModel.from_pretrained(...).to(device).eval()
+    if not isinstance(value, nodes.Call):
+        return False
+    func = value.func
+    if isinstance(func, nodes.Attribute) and func.attrname in MERGE_METHODS:
+        return True
+    if isinstance(func, nodes.Attribute) and func.attrname == "from_pretrained":
+        owner = infer.dotted_name(func.expr)
+        if owner is None or not PEFT_LOADED_FROZEN.match(owner):
+            return False
+        for kw in value.keywords or ():
+            if kw.arg == "is_trainable":
+                return isinstance(kw.value, nodes.Const) and kw.value.value is False
+        return True
+    if infer.dotted_name(func) in PEFT_WRAPPERS:
+        config = infer.argument(value, "peft_config", 1)
+        return config is not None and depth < 2 and _inference_config(config, reaching)
+    return False
+
+
+def _inference_config(config: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], Optional[FrozenSet[object]]]) -> bool:
+    """A PEFT config built with ``inference_mode=True`` (inline, or the one assignment reaching a name)."""
+    if isinstance(config, (nodes.Name, nodes.Attribute)):
+        defs = reaching(config)
+        if not defs or len(defs) != 1:
+            return False
+        node = getattr(next(iter(defs)), "node", None)
+        assign = node.parent if node is not None else None
+        if not (isinstance(assign, nodes.Assign) and node in assign.targets):
+            return False
+        config = assign.value
+    if not isinstance(config, nodes.Call):
+        return False
+    name = infer.dotted_name(config.func)
+    if name is None or not name.startswith("peft.") or not name.endswith("Config"):
+        return False
+    for kw in config.keywords or ():
+        if kw.arg == "inference_mode":
+            return isinstance(kw.value, nodes.Const) and kw.value.value is True
+    return False

@@ -1,0 +1,342 @@
+"""What a callee is: a model with parameters, a loss, a parameter-free layer, or none of these.
+
+``kind(expr)`` answers for the expression a call invokes (``model`` in
+``model(x)``) and returns one of :data:`MODEL`, :data:`LOSS`, :data:`LAYER` or
+None (not a module, or unknown).  The binding is read, never the name:
+
+* astroid inference first: an instance of an ``nn.Module`` subclass (stubs or
+  the file's own classes, DDP/FSDP wrappers included), a class of the file
+  that derives from a third-party model base (``LightningModule``,
+  ``PreTrainedModel``, diffusers' ``ModelMixin``, read through the imports);
+* where inference stops (third-party constructors are never read), the
+  reaching assignments: ``AutoModelForCausalLM.from_pretrained(...)``,
+  ``timm.create_model(...)``, ``torchvision.models.resnet50()``,
+  ``peft.get_peft_model(m, ...)``, ``torch.compile(m)``, ``m.to(device)``,
+  ``model, opt = accelerator.prepare(model, opt)``, loop targets over a
+  ``ModuleList``, and parameters through the file's call sites.
+
+A tokenizer or processor (``AutoTokenizer.from_pretrained``) is resolved as
+*not* a model.  :func:`model_named` is the documented name-based fallback for a
+callee nothing resolves; the provenance analysis uses it only with
+corroboration (see ``provenance/runner.py``).
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional
+
+from astroid import nodes
+from astroid.bases import BoundMethod, Instance, UnboundMethod
+
+from ..semantic import dataflow, infer
+from .torch_names import LOSS_BASES, MODULE_BASES
+
+#: Results of :func:`kind`.
+MODEL, LOSS, LAYER = "model", "loss", "layer"
+
+
+#: Functional losses; their result is a loss value.
+LOSS_FUNCTIONS = frozenset(
+    "torch.nn.functional." + name
+    for name in (
+        "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
+        "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "ctc_loss", "margin_ranking_loss",
+        "triplet_margin_loss", "triplet_margin_with_distance_loss", "cosine_embedding_loss", "poisson_nll_loss",
+        "gaussian_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
+        "multilabel_margin_loss", "hinge_embedding_loss",
+    )
+)
+
+#: Modules without parameters: calling one builds no graph of its own, its output
+#: carries a graph only when its input does.
+PARAMETERLESS_LAYERS = frozenset(
+    "torch.nn." + name
+    for name in (
+        "Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "ReLU", "ReLU6",
+        "LeakyReLU", "ELU", "GELU", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "Tanh", "Sigmoid", "Softplus",
+        "Softmax", "LogSoftmax", "Softmax2d", "Flatten", "Unflatten", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+        "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool2d", "Upsample", "PixelShuffle", "ZeroPad2d",
+    )
+)
+
+#: Third-party base classes (as the file imports them) whose subclasses are nn.Modules.
+THIRD_PARTY_MODEL_BASES = re.compile(r"(^|\.)(LightningModule|PreTrainedModel|ModelMixin|PeftModel)$")
+
+#: Third-party calls that return a model, by the dotted name the imports give them.
+MODEL_FACTORIES = frozenset(
+    {
+        "timm.create_model",
+        "peft.get_peft_model",
+        "torchvision.models.get_model",
+        "sentence_transformers.SentenceTransformer",
+    }
+)
+
+#: ``<Class>.from_pretrained`` / ``from_config`` of these libraries returns a model when
+#: the class names a model, and a tokenizer, processor or config otherwise.
+PRETRAINED_LIBRARIES = frozenset({"transformers", "diffusers", "peft", "sentence_transformers", "open_clip", "timm"})
+PRETRAINED_CONSTRUCTORS = frozenset({"from_pretrained", "from_config", "from_single_file"})
+PRETRAINED_MODEL_CLASS = re.compile(r"Model|For[A-Z]|LMHead|UNet|Autoencoder|Transformer\dD|VQ")
+PRETRAINED_NOT_MODEL = re.compile(r"Tokenizer|Processor|Config|FeatureExtractor|Pipeline|Scheduler|Processing")
+
+#: ``torchvision.models.<fn>()`` builders are lower-case; these are not builders.
+TORCHVISION_NOT_BUILDERS = frozenset({"get_weight", "get_model_weights", "list_models", "get_model_builder"})
+
+#: Calls whose first argument comes back (as a model) when it is one.
+MODEL_PASSTHROUGH = frozenset(
+    {
+        "torch.compile",
+        "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+    }
+)
+
+#: Module methods that return the module itself.
+SELF_RETURNING_METHODS = frozenset(
+    {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "type", "apply",
+     "to_empty"}
+)
+
+#: ``a, b = accelerator.prepare(a, b)`` / ``fabric.setup(model, opt)`` hand back their arguments in order.
+PREPARE_METHODS = frozenset({"prepare", "setup", "prepare_model", "setup_module"})
+
+#: Modules that hold modules: iterating one (or ``.children()``/``.modules()``/``.values()``) yields modules.
+MODULE_ITERATORS = frozenset({"children", "modules", "values"})
+
+#: The name-based fallback (see :func:`model_named`).
+MODEL_NAME = re.compile(
+    r"(^|_)(model|net|network|encoder|decoder|backbone|generator|discriminator|critic|actor|policy|classifier|"
+    r"student|teacher|unet|vae|transformer|llm|lm)s?(\d+|_|$)|^net[A-Z0-9]|^model[A-Z0-9]",
+    re.IGNORECASE,
+)
+
+_MEMO_KEY = "models.kind"
+_MAX_DEPTH = 4
+
+
+def kind(expr: nodes.NodeNG, memo: Optional[Dict[int, Optional[str]]] = None) -> Optional[str]:
+    """:data:`MODEL`, :data:`LOSS`, :data:`LAYER` for a callee that resolves to one; else None."""
+    if memo is not None and id(expr) in memo:
+        return memo[id(expr)]
+    result = _kind(expr, _MAX_DEPTH)
+    if memo is not None:
+        memo[id(expr)] = result
+    return result
+
+
+def is_loss_function(call: nodes.Call) -> bool:
+    """``F.cross_entropy(...)`` and the other functional losses."""
+    name = infer.callee_qname(call) or infer.dotted_name(call.func)
+    return name in LOSS_FUNCTIONS
+
+
+def sum_reduced(call: nodes.Call) -> bool:
+    """A loss over the batch summed rather than averaged: ``F.mse_loss(..., reduction="sum")``, a loss
+    module built with ``reduction="sum"`` (or ``size_average=False``), or a loss class of the project
+    whose ``forward`` calls only sum-reduced losses."""
+    if _reduces_by_sum(call):
+        return True
+    func = call.func
+    if isinstance(func, (nodes.Name, nodes.Attribute)):
+        built = [v for v in dataflow.assigned_values(func) or () if isinstance(v, nodes.Call)]
+        if built and all(_reduces_by_sum(v) for v in built):
+            return True
+    cls = infer.instance_class(func)
+    if cls is None or cls.qname().startswith("torch."):
+        return False
+    forward = cls.locals.get("forward")
+    body = forward[0] if forward and isinstance(forward[0], nodes.FunctionDef) else None
+    if body is None:
+        return False
+    losses = [c for c in body.nodes_of_class(nodes.Call) if is_loss_function(c) or _kind(c.func, 2) == LOSS]
+    return bool(losses) and all(_reduces_by_sum(c) for c in losses)
+
+
+def _reduces_by_sum(call: nodes.Call) -> bool:
+    reduction = infer.argument(call, "reduction")
+    if isinstance(reduction, nodes.Const):
+        return reduction.value == "sum"
+    average = infer.argument(call, "size_average")
+    return isinstance(average, nodes.Const) and average.value is False
+
+
+def model_named(expr: nodes.NodeNG) -> bool:
+    """Name-based fallback: an unresolved callee named like a model (``model``, ``net``,
+    ``self.encoder``, ``netG``).  Never enough on its own to report anything."""
+    name = dataflow.terminal_name(expr)
+    return name is not None and MODEL_NAME.search(name) is not None
+
+
+def _kind(expr: nodes.NodeNG, depth: int) -> Optional[str]:
+    if depth <= 0:
+        return None
+    value = infer.attribute_value(expr) if isinstance(expr, nodes.Attribute) else infer.safe_infer(expr)
+    if value is not None:
+        return _kind_of_value(value)
+    if isinstance(expr, nodes.Attribute) and expr.attrname == "module" and _kind(expr.expr, depth - 1) == MODEL:
+        return MODEL  # ``model.module`` of a wrapper
+    if isinstance(expr, (nodes.Name, nodes.Attribute)):
+        values = dataflow.assigned_values(expr)
+        if values:
+            kinds = {_kind_of_producer(v, depth - 1) for v in values}
+            return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(expr, nodes.Name):
+        return _kind_of_name_binding(expr, depth - 1)
+    if isinstance(expr, nodes.Call):
+        return _kind_of_producer(expr, depth - 1)
+    return None
+
+
+def _kind_of_value(value: object) -> Optional[str]:
+    if not isinstance(value, Instance) or isinstance(value, (BoundMethod, UnboundMethod)):
+        return None
+    cls = value._proxied
+    if not isinstance(cls, nodes.ClassDef):
+        return None
+    if infer.class_is_subclass_of(cls, LOSS_BASES):
+        return LOSS
+    if cls.qname() in PARAMETERLESS_LAYERS or _parameter_free_class(cls):
+        return LAYER
+    if infer.class_is_subclass_of(cls, MODULE_BASES) or _third_party_model_class(cls):
+        return MODEL
+    return None
+
+
+#: Calls that give a module parameters or submodules without a ``self.x = ...`` statement.
+REGISTERING_CALLS = frozenset({"register_parameter", "register_module", "add_module", "setattr", "register_buffer"})
+
+
+def _parameter_free_class(cls: nodes.ClassDef) -> bool:
+    """A class of the checked file deriving directly from ``nn.Module`` whose methods only ever store
+    constants (or parameters with constant defaults) on ``self``: a ``DropPath``/``DropBlock2d``.
+    It has no parameters, so autograd records nothing on a constant input."""
+    if cls.qname().startswith("torch.") or str(getattr(cls.root(), "file", "") or "").endswith(".pyi"):
+        return False  # torch's own classes (stubs) declare no __init__ body: never read as parameter-free
+    if len(cls.bases) != 1:
+        return False
+    base = infer.safe_infer(cls.bases[0])
+    if not (isinstance(base, nodes.ClassDef) and base.qname() == "torch.nn.Module"):
+        return False
+    for func in cls.mymethods():
+        for call in func.nodes_of_class(nodes.Call):
+            if infer.call_name(call) in REGISTERING_CALLS:
+                return False
+        for assign in func.nodes_of_class((nodes.Assign, nodes.AnnAssign, nodes.AugAssign)):
+            targets = assign.targets if isinstance(assign, nodes.Assign) else [assign.target]
+            stores_on_self = any(
+                isinstance(t, nodes.AssignAttr) and isinstance(t.expr, nodes.Name) and t.expr.name == "self"
+                for target in targets
+                for t in [target] + list(target.nodes_of_class(nodes.AssignAttr))
+            )
+            if stores_on_self and not _constant_value(assign.value, func):
+                return False
+    return True
+
+
+def _constant_value(value: Optional[nodes.NodeNG], func: nodes.FunctionDef) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, nodes.Const):
+        return True
+    if isinstance(value, (nodes.UnaryOp, nodes.BinOp, nodes.BoolOp, nodes.Compare)):
+        return all(_constant_value(child, func) for child in value.get_children())
+    if isinstance(value, nodes.Name):
+        args = func.args
+        names = [a.name for a in (args.args or [])] + [a.name for a in (args.kwonlyargs or [])]
+        if value.name not in names:
+            return False
+        positional = [a.name for a in (args.args or [])]
+        if value.name in positional:
+            index = positional.index(value.name) - (len(positional) - len(args.defaults or []))
+            return index >= 0 and isinstance(args.defaults[index], nodes.Const)
+        kw_index = [a.name for a in (args.kwonlyargs or [])].index(value.name)
+        defaults = args.kw_defaults or []
+        return kw_index < len(defaults) and isinstance(defaults[kw_index], nodes.Const)
+    return False
+
+
+def _third_party_model_class(cls: nodes.ClassDef) -> bool:
+    """A class of the checked file deriving (maybe through its own classes) from a model base it imports."""
+    seen: List[nodes.ClassDef] = []
+    stack = [cls]
+    while stack and len(seen) < 16:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.append(current)
+        for base in current.bases:
+            dotted = infer.dotted_name(base)
+            if dotted is not None and THIRD_PARTY_MODEL_BASES.search(dotted):
+                return True
+            if isinstance(base, (nodes.Name, nodes.Attribute)):
+                inferred = infer.safe_infer(base)
+                if isinstance(inferred, nodes.ClassDef) and inferred.root() is cls.root():
+                    stack.append(inferred)
+    return False
+
+
+def _kind_of_producer(value: nodes.NodeNG, depth: int) -> Optional[str]:
+    """Kind of the object an assigned expression produces (``from_pretrained(...)``, ``m.to(dev)``)."""
+    if not isinstance(value, nodes.Call):
+        return _kind(value, depth) if isinstance(value, (nodes.Name, nodes.Attribute)) else None
+    func = value.func
+    dotted = infer.dotted_name(func)
+    if dotted is not None:
+        parts = dotted.split(".")
+        if dotted in MODEL_FACTORIES:
+            return MODEL
+        if parts[0] in PRETRAINED_LIBRARIES and len(parts) >= 3 and parts[-1] in PRETRAINED_CONSTRUCTORS:
+            owner = parts[-2]
+            if PRETRAINED_NOT_MODEL.search(owner) or not PRETRAINED_MODEL_CLASS.search(owner):
+                return None
+            return MODEL
+        builder = parts[-1]
+        if parts[:2] == ["torchvision", "models"] and builder[:1].islower() and builder not in TORCHVISION_NOT_BUILDERS:
+            return MODEL
+    callee = infer.callee_qname(value) or dotted
+    if callee in MODEL_PASSTHROUGH and value.args:
+        return MODEL if _kind(value.args[0], depth) == MODEL else None
+    if isinstance(func, nodes.Attribute):
+        if func.attrname in SELF_RETURNING_METHODS:
+            return _kind(func.expr, depth)
+        if func.attrname in PREPARE_METHODS and len(value.args) == 1:
+            return _kind(value.args[0], depth)
+    inferred = infer.safe_infer(value)
+    return _kind_of_value(inferred) if inferred is not None else None
+
+
+def _kind_of_name_binding(name: nodes.Name, depth: int) -> Optional[str]:
+    """Loop targets over module containers, ``prepare`` unpacking, parameters via call sites."""
+    binding = dataflow.single_binding(name)
+    if binding is None:
+        return None
+    parent = binding.parent
+    if isinstance(parent, (nodes.For, nodes.Comprehension)) and parent.target is binding:
+        iterable = parent.iter
+        if isinstance(iterable, nodes.Call) and isinstance(iterable.func, nodes.Attribute):
+            if iterable.func.attrname in MODULE_ITERATORS:
+                return MODEL if _kind(iterable.func.expr, depth) == MODEL else None
+            return None
+        return MODEL if _kind(iterable, depth) == MODEL else None
+    if isinstance(parent, (nodes.Tuple, nodes.List)) and isinstance(parent.parent, nodes.Assign):
+        value = parent.parent.value
+        if (
+            isinstance(value, nodes.Call)
+            and isinstance(value.func, nodes.Attribute)
+            and value.func.attrname in PREPARE_METHODS
+            and len(value.args) == len(parent.elts)
+            and not any(isinstance(a, nodes.Starred) for a in value.args)
+        ):
+            index = parent.elts.index(binding)
+            return MODEL if _kind(value.args[index], depth) == MODEL else None
+        return None
+    if isinstance(parent, nodes.Arguments):
+        args = infer.parameter_arguments(name)
+        if args:
+            kinds = {_kind(a, depth) for a in args}
+            return kinds.pop() if len(kinds) == 1 else None
+    return None

@@ -1,0 +1,384 @@
+"""TP001 graph-retention: a tensor still attached to its autograd graph is kept across loop iterations."""
+from __future__ import annotations
+
+import re
+from typing import FrozenSet, Optional, Sequence
+
+from astroid import nodes
+
+from . import accumulators
+from ...analysis.training import device, provenance
+from ...analysis.semantic import infer, loops
+from ...analysis.training.torch_names import DATALOADERS
+from ...analysis.training.provenance import Prov, Provenance, source_text
+from .._base import Rule, register, text_gate
+
+#: Container methods that keep their argument beyond the iteration (lists, deques).
+STORE_METHODS = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
+
+#: In-place tensor accumulation into a receiver that outlives the iteration.
+INPLACE_ACCUMULATE = frozenset({"add_", "sub_"})
+
+#: Fallback by name: an opaque callee (nothing resolves it) that receives the stored value and may
+#: run backward itself (timm's NativeScaler ``loss_scaler(loss, opt)``, apex ``scale_loss``, a
+#: ``train_step`` from another module).  Which of the two cases applies is then unknown: silence.
+MAY_BACKPROPAGATE = re.compile(r"backward|scaler|scale_loss|step|optimi[sz]e", re.IGNORECASE)
+
+#: Iterables that count steps or epochs: a loop over them is the run's loop, never a walk over values.
+STEP_COUNTERS = frozenset({"range", "count", "cycle", "repeat"})
+
+#: Longest stored expression quoted in the message.
+MAX_TEXT = 32
+
+#: No backward() in the loop frees the stored graph: its activations stay on the GPU.
+_OOM = "GPU memory grows to OOM"
+#: backward() already freed the activations; the graph nodes stay, in host memory.
+_AFTER = "graph nodes pile up in RAM"
+
+
+@register
+class GraphRetention(Rule):
+    code, slug = "TP001", "graph-retention"
+    requires = text_gate(r"backward\(|\.eval\(|(?i:evaluat|validat|predict|infer)")
+    message = "{value} kept with its autograd graph across iterations: {case}; keep .item() or .detach()"
+    quoted = ("value",)
+    rationale = (
+        "A loss or model output is a tensor that references the autograd graph that produced it. Appending it "
+        "to a list, adding it into a running total (`total += loss`, `x = x + loss`), or storing it under a "
+        "changing key keeps that graph alive for as long as the container lives. When no backward() ran on "
+        "it, every iteration's saved activations stay on the GPU and memory grows until the run dies; when "
+        "backward() already ran, the activations are freed but the graph nodes still accumulate in host "
+        "memory and the stored values stay differentiable. The rule follows grad-bearing values through the "
+        "provenance analysis (model and loss calls, arithmetic, tensor methods, helper returns; `.item()`, "
+        "`.detach()` and `no_grad` stop them) and reports a store in a loop into a container that outlives "
+        "the iteration."
+    )
+    leaves_alone = (
+        "It stays silent for containers created inside the loop, and for a container local to a function when "
+        "every loop between its binding and the store only walks tensors that already exist (no forward pass, "
+        "no backward(): this step's loss dict split into fresh dicts, an episode's saved log-probabilities "
+        "turned into losses), since it is dropped when the call returns; for parameters, buffers and modules "
+        "(leaves, no operation's graph); for a value written into a tensor under no_grad or inference_mode "
+        "(the copy records no graph); and for retention that a later backward() needs: micro-batch losses "
+        "summed and backpropagated, and loops that run no backward() themselves and hand their result to a "
+        "caller (a model's forward, a chunked loss, a pipeline schedule). An autoregressive loop with no "
+        "backward() whose stored output is computed from a state the previous step made (a decoder's hidden "
+        "state) is not reported: that chain keeps every step's graph anyway, and the defect is the missing "
+        "no_grad. A method no tensor has (loss.get_loss() on a project's loss object) returns an unknown value."
+    )
+    example_bad = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "\n"
+        "model = nn.Linear(8, 2)\n"
+        "criterion = nn.CrossEntropyLoss()\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "losses = []\n"
+        "for x, y in [(torch.randn(4, 8), torch.tensor([0, 1, 0, 1]))] * 10:\n"
+        "    optimizer.zero_grad()\n"
+        "    loss = criterion(model(x), y)\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+        "    losses.append(loss)\n"
+    )
+    example_good = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "\n"
+        "model = nn.Linear(8, 2)\n"
+        "criterion = nn.CrossEntropyLoss()\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "losses = []\n"
+        "for x, y in [(torch.randn(4, 8), torch.tensor([0, 1, 0, 1]))] * 10:\n"
+        "    optimizer.zero_grad()\n"
+        "    loss = criterion(model(x), y)\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+        "    losses.append(loss.item())\n"
+    )
+
+    # ------------------------------------------------------------ patterns
+    def visit_call(self, node: nodes.Call) -> None:
+        method = infer.method_name(node)
+        if method not in STORE_METHODS and method not in INPLACE_ACCUMULATE:
+            return
+        index = 1 if method == "insert" else 0
+        if len(node.args) <= index or isinstance(node.args[index], nodes.Starred):
+            return
+        if provenance.host_value(node.args[index]):
+            return  # ``losses.append(loss.item())``: nothing to retain
+        loop = loops.innermost(node)
+        if loop is None:
+            return
+        container = node.func.expr  # type: ignore[union-attr]
+        self._check(node, node.args[index], container, loop, frozenset())
+
+    def visit_augassign(self, node: nodes.AugAssign) -> None:
+        if provenance.host_value(node.value):
+            return  # ``i += 1``, ``total += loss.item()``: every path below ends in "no graph"
+        loop = loops.innermost(node)
+        if loop is None:
+            return
+        p = provenance.of(self.ctx)
+        target = node.target
+        if accumulators.is_name_or_self_attr(target):
+            new = p.value(target)
+            if new is None or not new.graph:
+                return  # computed with autograd off, or nothing grad-bearing was added
+            made = p.def_of(target)
+            self._check(node, node.value, target, loop, frozenset({id(made)}) if made is not None else frozenset())
+        elif isinstance(target, nodes.Subscript) and p.grad_mode(node) == provenance.ON:
+            self._check(node, node.value, target.value, loop, frozenset())
+
+    def visit_assign(self, node: nodes.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0]
+        if isinstance(target, nodes.Subscript):
+            if isinstance(target.slice, nodes.Const):
+                return  # the same key every iteration: the old value is dropped
+            if provenance.host_value(node.value):
+                return  # ``stats[k] = loss.item()``: nothing to retain
+            if provenance.of(self.ctx).grad_mode(node) == provenance.OFF and _is_tensor(target.value):
+                return  # ``buf[i] = loss`` under no_grad: the value is copied, no graph is recorded
+            loop = loops.innermost(node)
+            if loop is not None:
+                self._check(node, node.value, target.value, loop, frozenset())
+            return
+        if not accumulators.is_name_or_self_attr(target):
+            return
+        folded = accumulators.folded_operand(node.value, target)
+        if folded is None:
+            return
+        loop = loops.innermost(node)
+        if loop is None:
+            return
+        p = provenance.of(self.ctx)
+        if not p.carries_graph(node.value):
+            return
+        made = p.def_of(target)
+        added = accumulators.added_value(node.value, folded)
+        self._check(node, added, folded, loop, frozenset({id(made)}) if made is not None else frozenset(),
+                    whole=node.value)
+
+    # ------------------------------------------------------------ the check
+    def _check(
+        self,
+        store: nodes.NodeNG,
+        value: nodes.NodeNG,
+        container: nodes.NodeNG,
+        loop: "loops.Loop",
+        made: FrozenSet[int],
+        whole: Optional[nodes.NodeNG] = None,
+    ) -> None:
+        p = provenance.of(self.ctx)
+        stored = p.value(whole if whole is not None else value)
+        if stored is None or not stored.graph:
+            return
+        root = accumulators.container_root(container)
+        if root is None:
+            return
+        defs = p.reaching_defs(root)
+        if defs is None:
+            return
+        if not defs and not isinstance(root, (nodes.Attribute, nodes.AssignAttr)):
+            return  # a name the analysis cannot bind (a builtin, a star import): unknown
+        if defs and all(loops.inside(d.node, loop) for d in defs):
+            return  # a container created fresh in this iteration
+        if _lives_for_one_step(p, root, defs, store):
+            return  # local to a function whose loops around the store only walk values that already exist
+        if accumulators.reset_in_loop(root, loop, store):
+            return  # re-bound fresh in the loop (``running_loss = 0`` at each optimizer step): bounded
+        loop = _stepping_loop(p, loop, store, root, defs)
+        if loop is None:
+            return  # an enclosing step loop re-binds the container: bounded
+        holders = frozenset(id(d) for d in defs) | made
+        scope = p.scope_of(store)
+        in_loop = loops.loop_call_ids(loop)
+        for b in p.backwards_in(scope):
+            if p.depends_on(b.prov, holders):
+                return  # a later backward() needs what was kept (micro-batches summed, then backpropagated)
+            if id(b.call) not in in_loop and p.covers(b, stored):
+                return  # a backward() outside the loop runs through it anyway (decoder steps, unrolled RNNs)
+        per_iteration = [b for b in p.backwards if id(b.call) in in_loop]
+        covering = [b for b in per_iteration if p.covers(b, stored)]
+        if not per_iteration:
+            if _escapes(p, scope, holders, root, defs):
+                return  # handed to the caller, who may backpropagate it (a forward, a chunked loss)
+            if _chained_by_recurrence(p, loop, stored, holders):
+                return  # generation: each step's graph is kept by the state handed to the next step
+            if _may_backpropagate(p, loop, stored):
+                return
+            case = _OOM
+        elif covering and not all(b.retain for b in covering):
+            case = _AFTER
+        else:
+            if not covering and _may_backpropagate(p, loop, stored):
+                return
+            case = _OOM
+        self.report(store, value=_text(_graph_element(p, value), self.ctx.lines), case=case)
+
+
+def _stepping_loop(
+    p: Provenance, loop: "loops.Loop", store: nodes.NodeNG, root: nodes.NodeNG, defs: FrozenSet
+) -> Optional["loops.Loop"]:
+    """The loop whose iterations the store accumulates over: ``loop`` (the innermost) when one of its
+    iterations runs a backward(), else the nearest enclosing loop of the function that the container
+    outlives and whose iteration runs one (``for name, v in step_losses.items(): total[name] += v``
+    inside the step loop); None when that loop re-binds the container fresh."""
+    found = loop
+    for outer in loops.enclosing_loops(store):
+        if any(id(b.call) in loops.loop_call_ids(outer) for b in p.backwards):
+            found = outer
+            break
+        if defs and all(loops.inside(d.node, outer) for d in defs):
+            break  # bound fresh in this loop: it does not outlive the ones around it
+    if found is not loop and accumulators.reset_in_loop(root, found, store):
+        return None
+    return found
+
+
+def _lives_for_one_step(p: Provenance, root: nodes.NodeNG, defs: FrozenSet, store: nodes.NodeNG) -> bool:
+    """The container is a local of the function that fills it, and every loop between its binding
+    and the store only walks values that already exist (this step's loss dict, an episode's saved
+    log-probabilities): it holds one entry per existing tensor and is dropped when the call ends."""
+    if not defs or isinstance(root, (nodes.Attribute, nodes.AssignAttr)):
+        return False
+    scope = p.scope_of(store)
+    if not isinstance(scope, nodes.FunctionDef):
+        return False  # module level: the container lives for the whole run
+    for d in defs:
+        if d.scope is not scope or isinstance(d.node.parent, nodes.Arguments):
+            return False  # a global or a parameter: the caller owns it
+    for loop in loops.enclosing_loops(store):
+        if not loops.inside(loop, scope):
+            break
+        if all(loops.inside(d.node, loop) for d in defs):
+            return True  # bound fresh in this loop: lives for one of its iterations
+        if not _walks_existing_values(p, loop):
+            return False
+    return True
+
+
+def _walks_existing_values(p: Provenance, loop: "loops.Loop") -> bool:
+    """A ``for`` over a collection whose body makes no forward pass and runs no backward(): each
+    iteration only re-keys or combines tensors the collection already holds, not a training step."""
+    if not isinstance(loop, nodes.For):
+        return False
+    for part in _iterated(loop.iter):
+        if infer.call_name(part) in STEP_COUNTERS or infer.is_instance_of(part, DATALOADERS):
+            return False
+    for call in loops.calls_in(list(loop.body)):
+        if infer.method_name(call) == "backward":
+            return False
+        if p.call_kind(call) in (provenance.MODEL_CALL, provenance.MAYBE_MODEL_CALL):
+            return False
+    return True
+
+
+def _iterated(iterable: nodes.NodeNG) -> "list[nodes.NodeNG]":
+    """What a ``for`` header iterates, through ``enumerate``/``zip``/``tqdm`` and ``.items()``-like views."""
+    if isinstance(iterable, nodes.Call):
+        if infer.call_name(iterable) in loops.ITERATION_WRAPPERS | {"reversed", "sorted"}:
+            return [part for arg in iterable.args for part in _iterated(arg)]
+        if infer.method_name(iterable) in provenance.ENTRY_METHODS and isinstance(iterable.func, nodes.Attribute):
+            return _iterated(iterable.func.expr)
+    if isinstance(iterable, nodes.Subscript):
+        return _iterated(iterable.value)
+    return [iterable]
+
+
+def _is_tensor(container: nodes.NodeNG) -> bool:
+    """The subscript store writes into a tensor (``index_put_`` copies), not a Python container."""
+    root = accumulators.container_root(container)
+    return root is not None and device.is_tensor(root)
+
+
+def _escapes(p: Provenance, scope: nodes.NodeNG, holders: FrozenSet[int], root: nodes.NodeNG, defs: FrozenSet) -> bool:
+    """The container leaves the function: returned, yielded, stored on ``self``, or owned by a caller."""
+    if isinstance(root, (nodes.Attribute, nodes.AssignAttr)):
+        return True  # self.x: the object outlives the call
+    for d in defs:
+        if d.scope is not scope or isinstance(d.node.parent, nodes.Arguments):
+            return True  # a global or a parameter: the caller owns it
+    return any(not e.prov.stopped and p.depends_on(e.prov, holders) for e in p.escapes_in(scope))
+
+
+def _chained_by_recurrence(p: Provenance, loop: "loops.Loop", stored: Prov, holders: FrozenSet[int]) -> bool:
+    """The stored value is computed by a statement of the loop that reads a graph-carrying binding
+    the previous iteration made (a decoder's hidden state, the last frame): every step's graph is
+    chained into the next one's, so the recurrence keeps it whatever the container holds, and
+    ``.detach()`` on the stored value frees nothing (``no_grad`` around the loop would)."""
+    made_from = p.graph_defs(stored) | set(stored.deps)
+    for name in loop.nodes_of_class(nodes.Name):
+        reaching = p.reaching_defs(name)
+        if not reaching or not p.carries_graph(name):
+            continue
+        statement = name.statement()
+        if not isinstance(statement, (nodes.Assign, nodes.AnnAssign, nodes.AugAssign)):
+            continue  # a loop header or a condition: what it binds is not computed from the read
+        if not _graph_flows_up(p, name, statement):
+            continue  # ``state.detach()``: the chain is cut at every step
+        if not any(
+            id(d) not in holders and d.prov.graph and loops.inside(d.node, loop) and _not_before(d.node, statement)
+            for d in reaching
+        ):
+            continue
+        for target in statement.nodes_of_class(nodes.AssignName):
+            made = p.def_of(target)
+            if made is not None and made.prov.graph and id(made) in made_from and id(made) not in holders:
+                return True
+    return False
+
+
+def _graph_flows_up(p: Provenance, name: nodes.Name, statement: nodes.NodeNG) -> bool:
+    """Every analysed expression between ``name`` and its statement still carries a graph."""
+    node = name.parent
+    while node is not None and node is not statement:
+        value = p.value(node)
+        if value is not None and not value.graph:
+            return False
+        node = node.parent
+    return node is statement
+
+
+def _not_before(binding: nodes.NodeNG, statement: nodes.NodeNG) -> bool:
+    """``binding`` is made by ``statement`` itself or by a later statement: the value read there
+    comes from the previous iteration."""
+    made_by = binding.statement()
+    return made_by is statement or (made_by.fromlineno or 0) > (statement.fromlineno or 0)
+
+
+def _may_backpropagate(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:
+    graph_defs = p.graph_defs(stored)
+    for call in loops.calls_in(list(loop.body), 0):
+        name = infer.call_name(call)
+        if name is None or not MAY_BACKPROPAGATE.search(name):
+            continue
+        if infer.callee_qname(call) is not None:
+            continue  # resolved: an optimizer step, a scheduler, a helper of this file
+        for arg in list(call.args) + [kw.value for kw in call.keywords or ()]:
+            value = p.value(arg)
+            if value is not None and (value.sources & stored.sources or p.depends_on(value, graph_defs)):
+                return True
+    return False
+
+
+def _graph_element(p: Provenance, value: nodes.NodeNG) -> nodes.NodeNG:
+    """For a display (``{"loss": loss, "acc": acc}``), the first element that carries a graph."""
+    if isinstance(value, (nodes.List, nodes.Tuple, nodes.Set)):
+        elements = list(value.elts)
+    elif isinstance(value, nodes.Dict):
+        elements = [v for _, v in value.items]
+    else:
+        return value
+    for element in elements:
+        if p.carries_graph(element):
+            return element
+    return value
+
+
+def _text(value: nodes.NodeNG, lines: Sequence[str]) -> str:
+    """The stored expression as written (from the file's lines, never a recursive unparse)."""
+    text = source_text(value, lines)
+    return text if text is not None and len(text) <= MAX_TEXT else "(...)"

@@ -1,0 +1,320 @@
+"""TP009 unseeded-run: a training run draws random numbers from a generator it never seeds.
+
+The run is what the file executes: its module-level statements and
+``if __name__ == "__main__":`` block, with the file's functions, methods and
+class constructors they call expanded (``analysis.training.entrypoint``).  A file is a
+run only when that code reaches a training step (``backward()``, ``fit()``,
+``trainer.train()``): modules that only define functions, inference or
+conversion scripts, and a backward that updates nothing (no optimizer, no
+``step``, no in-place update from ``.grad``) in a run that builds no module with
+random weights, or that runs ``torch.autograd.gradcheck`` and reads no data (an op's self-test on
+``torch.randn`` input), are silent; so is a run
+whose every backward sits in a benchmark timing steps on made-up tensors (``entrypoint.benchmark_only``),
+and a library module of the project whose ``__main__`` block trains on made-up tensors
+(``entrypoint.library_self_test``).
+
+A function started in fresh interpreters (``torch.multiprocessing.spawn``, a
+``spawn`` or ``forkserver`` context or start method) is a run of its own: the
+parent's seeds do not reach it, only its own and those of module-level code
+outside the ``__main__`` block (which each spawned process runs again on
+import).  A forked ``Process`` inherits the parent's generators and stays part
+of the parent's run.
+
+What draws from or seeds which generator (torch, NumPy's global generator,
+``random``, and generators built without a seed) is ``rules.tp009_unseeded_run.randomness``,
+with its data and its documented name-based fallback for seeding helpers that
+are never read (``seed_everything``, ``transformers.set_seed``, a call handed
+``args.seed``).  A ``set_seed`` of the file counts for exactly the seeders it
+calls; ``torch.cuda.manual_seed*`` alone shows intent but leaves the CPU
+generator that initialises weights unseeded.  The run's data path
+(``randomness.data_path``: the per-item methods of the datasets, samplers and
+augmentations of the project it builds, the loader's ``worker_init_fn`` and
+``collate_fn``) is read too.  A run that reseeds a generator from the clock or
+the OS (``random.seed(int(time.time() * 1000) + idx)`` per item, a bare
+``np.random.seed()``) is meant to differ on every launch: silent.
+
+Where it reports: one finding for the global generators (torch, NumPy,
+``random``) the run draws from and never seeds, at the first such draw in
+execution order, naming the others, those drawn where the file has no line
+included (project modules the run calls into; its data path, when torch is
+unseeded: loader workers seed ``random`` and NumPy from torch); and one at the
+first ``default_rng()`` or ``random.Random()`` built without a seed (each is
+its own generator).  A run whose only draws have no line in the file is not
+reported.  Whether the seed comes before the draw is not checked.  The message
+says whether the run seeds nothing at all or only some generators (the intent
+is visible: a stronger signal).  In a spawned function whose parent seeds the
+generator, it says that the seed belongs there.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
+
+from astroid import nodes
+
+from ...analysis.training import entrypoint
+from .randomness import (
+    DRAW, INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, RESEED, SEED, TORCH, DataEffect, data_path, effect,
+)
+from .._base import MAX_MESSAGE, Rule, fit_message, register, text_gate
+
+_GENERATOR_NAMES = {
+    TORCH: "torch",
+    NUMPY: "NumPy",
+    RANDOM: "random",
+    NUMPY_RNG: "separate NumPy",
+    RANDOM_INSTANCE: "separate random.Random",
+}
+_SEEDERS = {TORCH: "torch.manual_seed(seed)", NUMPY: "np.random.seed(seed)", RANDOM: "random.seed(seed)"}
+
+
+#: A seeding call commented out: the author chose to leave the run unseeded.
+COMMENTED_SEED = re.compile(r"^\s*#.*\b(manual_seed|seed_everything|set_seed|random\.seed)\s*\(")
+
+
+@register
+class UnseededRun(Rule):
+    code, slug = "TP009", "unseeded-run"
+    requires = text_gate(r"backward|\.fit\(|\.train\(\)")
+    message = "{draw} uses the {generator} RNG, {state}: not reproducible; {fix}"
+    quoted = ("draw",)
+    rationale = (
+        "Weight initialisation, shuffling, augmentation and dropout all draw from random generators: torch's, "
+        "NumPy's global one and Python's random module each keep their own state, and each starts from a "
+        "nondeterministic seed. A training run that never seeds them gives different results on every launch, "
+        "so a regression cannot be told from noise; one that seeds only some of them (torch but not "
+        "np.random) is the same bug with the intent visible. The rule reads the run the file executes "
+        "(module-level code and the __main__ block, through the file's functions and class constructors) and "
+        "reports the first draw from a generator that nothing seeds, naming the other unseeded generators the "
+        "run draws from (its datasets' per-item augmentation included). Seeding helpers "
+        "count: seed_everything, transformers.set_seed, accelerate's set_seed, and a set_seed of the file for "
+        "the seeders it calls. A function started by torch.multiprocessing.spawn (or a 'spawn' context) runs in a "
+        "fresh interpreter that inherits none of the parent's generator state: a seed set in the parent before "
+        "the launch does not reach it, so the function must seed itself."
+    )
+    leaves_alone = (
+        "Files that only define functions, and runs that never train, are left alone."
+        " A file with a seeding call commented out (``# torch.manual_seed(1)``) has chosen to run unseeded."
+        " A draw that only picks a port or names a path or run (``f\"tcp://localhost:{random.randrange(...)}\"``)"
+        " is not a training draw. A module other modules of the project import, whose ``__main__`` block only"
+        " trains on made-up tensors (no dataset, loader, environment or file), is a library's smoke test."
+        " Processes started with fork (``multiprocessing.Process`` in the default context) inherit the"
+        " parent's seed. A run that reseeds a generator from the clock or the OS"
+        " (``random.seed(int(time.time() * 1000) + idx)`` in a dataset's ``__getitem__``, a bare ``np.random.seed()``)"
+        " is meant to differ on every launch. A backward that nothing steps, in a run that builds no layer or"
+        " that runs ``gradcheck`` on no data (an extension's self-test on ``torch.randn``), is not training, nor"
+        " a run whose every backward is in a benchmark that times steps on made-up tensors and reads nothing it trains;"
+        " a module only built to lend its ``parameters()`` to an optimizer (an LR-schedule plot) draws nothing"
+        " that matters."
+    )
+    example_bad = """
+        import numpy as np
+        import torch
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            model = torch.nn.Linear(10, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            noise = np.random.normal(size=(64, 10))
+            model(torch.as_tensor(noise, dtype=torch.float32)).sum().backward()
+            optimizer.step()
+    """
+    example_good = """
+        import numpy as np
+        import torch
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            np.random.seed(0)
+            model = torch.nn.Linear(10, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            noise = np.random.normal(size=(64, 10))
+            model(torch.as_tensor(noise, dtype=torch.float32)).sum().backward()
+            optimizer.step()
+    """
+
+    def visit_module(self, node: nodes.Module) -> None:
+        if all(isinstance(s, _DEFINITIONS) for s in node.body):
+            return  # only definitions: not a run
+        if any(COMMENTED_SEED.match(line) for line in self.ctx.lines):
+            return  # ``# torch.manual_seed(1)  # reproducible``: leaving the run unseeded is a stated choice
+        calls = entrypoint.run_calls(node)
+        workers = entrypoint.spawned_runs(node, calls)
+        everything = calls + [call for worker in workers for call in worker.calls]
+        if not entrypoint.trains(everything) or entrypoint.benchmark_only(everything):
+            return  # no training step, or only steps timed on made-up tensors
+        parent = _RandomState(node, calls, data_path(calls))
+        states = [parent]
+        for worker in workers:  # fresh interpreters: their own seeds count, not the parent's
+            if entrypoint.trains(worker.calls):
+                states.append(_RandomState(node, worker.calls, data_path(worker.calls), worker.function.name,
+                                           parent.seeded))
+        if any(state.reseeded for state in states):
+            return  # ``random.seed(int(time.time() * 1000) + idx)`` per item: every run differs by design
+        if not entrypoint.updates_parameters(everything) and (
+            not any(state.weights for state in states) or _op_self_test(everything)
+        ):
+            return  # a backward that changes nothing, through no module's weights or in an op's test: a gradient check
+        findings = [finding for state in states for finding in state.findings()]
+        if findings and entrypoint.library_self_test(node, calls):
+            return  # a module the project imports, whose __main__ block trains on made-up tensors
+        reported: Set[Tuple[int, str]] = set()
+        for call, generator, fields in findings:
+            if (id(call), generator) not in reported:  # a function the parent also calls itself
+                reported.add((id(call), generator))
+                self.report(call, **fields)
+
+
+def _op_self_test(calls: List[nodes.Call]) -> bool:
+    """The run checks an op's gradients numerically (``entrypoint.checks_gradients``) and reads no data."""
+    return entrypoint.checks_gradients(calls) and not any(entrypoint.reads_data(call) for call in calls)
+
+
+class _RandomState:
+    """What one process's run draws and seeds: the parent's, or that of a function it spawns
+    (``worker`` its name, ``inherited`` the generators the parent seeds, which do not reach it).
+    ``data`` is what its data path draws and seeds (``randomness.data_path``)."""
+
+    def __init__(
+        self,
+        module: nodes.Module,
+        calls: Sequence[nodes.Call],
+        data: Sequence[DataEffect] = (),
+        worker: str = "",
+        inherited: FrozenSet[str] = frozenset(),
+    ) -> None:
+        self.calls = list(calls)
+        self.worker, self.inherited = worker, inherited
+        self.framework_seeder = _framework_seeder(module)
+        self.intent = self.reseeded = self.weights = False
+        seeded: Set[str] = set()
+        self.draws: Dict[str, Tuple[nodes.Call, str]] = {}
+        #: Global generators drawn where the finding has no line: project modules the run calls into,
+        #: and its data path (named in the message, never reported alone).
+        self.unseen: Set[str] = set()
+        for call in self.calls:
+            found = effect(call)
+            if found is None:
+                continue
+            if found.kind == SEED:
+                seeded |= found.generators
+                self.intent = True
+            elif found.kind == INTENT:
+                self.intent = True
+            elif found.kind == RESEED:
+                self.reseeded = True
+            elif call.root() is module:
+                self.weights = self.weights or found.weights
+                for generator in found.generators:
+                    self.draws.setdefault(generator, (call, found.label))
+            else:  # a draw inside another module of the project has no line in this file
+                self.weights = self.weights or found.weights
+                self.unseen |= found.generators
+        self.seeded = frozenset(seeded)
+        self._read_data_path(data)
+
+    def _read_data_path(self, data: Sequence[DataEffect]) -> None:
+        """Loader workers seed ``random`` and NumPy from torch's generator: the data path's draws
+        are unseeded when torch is (and the data path does not seed them itself)."""
+        drawn: Set[str] = set()
+        seeded: Set[str] = set()
+        for item in data:
+            if item.effect.kind == RESEED:
+                self.reseeded = True
+            elif item.effect.kind == SEED:
+                seeded |= item.effect.generators
+            elif item.effect.kind == DRAW:
+                drawn |= item.effect.generators
+        if TORCH not in self.seeded:
+            self.unseen |= drawn - seeded
+
+    def findings(self) -> List[Tuple[nodes.Call, str, Dict[str, str]]]:
+        """(draw, generator, message fields) for each finding of the run."""
+        found: List[Tuple[nodes.Call, str, Dict[str, str]]] = []
+        unseeded = [g for g in self.draws if g not in self.seeded]
+        shared = [g for g in unseeded if g in _SEEDERS]  # the global generators: one root cause, one finding
+        if shared:
+            first = min(shared, key=lambda g: self.calls.index(self.draws[g][0]))
+            unseen = sorted(g for g in self.unseen & set(_SEEDERS) if g not in self.seeded and g not in shared)
+            others = [g for g in shared if g != first] + unseen
+            found.append(self._finding(first, self._wording(first, others)))
+        for generator in unseeded:
+            if generator not in _SEEDERS:  # a generator built without a seed: its own cause
+                found.append(self._finding(generator, _wording(generator, self.seeded, self.intent)))
+        return found
+
+    def _finding(self, generator: str, wording: Dict[str, str]) -> Tuple[nodes.Call, str, Dict[str, str]]:
+        call, label = self.draws[generator]
+        return call, generator, dict(draw=label, generator=_GENERATOR_NAMES[generator], **wording)
+
+    def _wording(self, generator: str, others: Sequence[str]) -> Dict[str, str]:
+        wording = _wording(generator, self.seeded, self.intent, others)
+        if self.framework_seeder and generator in _SEEDERS:
+            framework = dict(wording, fix="add " + self.framework_seeder)  # one call seeds all three
+            if _fits(framework, generator):
+                wording = framework
+        if not self.worker:
+            return wording
+        if generator in self.inherited:  # the parent seeds it, in its own process only
+            also = " (nor {})".format(", ".join(_GENERATOR_NAMES[g] for g in others)) if others else ""
+            spawned = {"state": "unseeded in spawned {}{}".format(self.worker, also),
+                       "fix": "seed there, not in the parent"}
+            return spawned if _fits(spawned, generator) else dict(spawned, state="unseeded in a spawned worker" + also)
+        placed = dict(wording, fix="{} in {}".format(wording["fix"], self.worker))
+        return placed if _fits(placed, generator) else wording
+
+
+#: Framework seeding functions that seed torch, NumPy and ``random`` in one call, by the package a
+#: file imports (Lightning's also passes the seed to loader workers), in order of preference.
+FRAMEWORK_SEEDERS = (
+    ("lightning", "seed_everything"), ("pytorch_lightning", "seed_everything"),
+    ("transformers", "set_seed"), ("accelerate", "utils.set_seed"),
+)
+
+
+def _framework_seeder(module: nodes.Module) -> str:
+    """How the fix names the seeding function of a framework the file imports (``L.seed_everything(seed)``
+    after ``import lightning as L``), or ``""``."""
+    imported: Dict[str, str] = {}
+    for node in module.nodes_of_class((nodes.Import, nodes.ImportFrom)):
+        if isinstance(node, nodes.Import):
+            for name, alias in node.names:
+                imported.setdefault(name.split(".")[0], alias if alias and "." not in name else name.split(".")[0])
+        elif node.modname and not node.level:
+            top = node.modname.split(".")[0]
+            imported.setdefault(top, top)
+    for package, function in FRAMEWORK_SEEDERS:
+        if package in imported:
+            return "{}.{}(seed)".format(imported[package], function)
+    return ""
+
+
+#: Characters of the quoted draw a message with a worker's name must leave.
+_DRAW_ROOM = 16
+
+
+def _fits(wording: Dict[str, str], generator: str) -> bool:
+    """The message fits with ``_DRAW_ROOM`` characters of the draw."""
+    fields = dict(wording, draw="x" * _DRAW_ROOM, generator=_GENERATOR_NAMES[generator])
+    return len(fit_message(UnseededRun.message, fields)) <= MAX_MESSAGE
+
+
+_DEFINITIONS = (nodes.FunctionDef, nodes.ClassDef, nodes.Import, nodes.ImportFrom)
+
+
+def _wording(generator: str, seeded: Set[str], intent: bool, others: Sequence[str] = ()) -> Dict[str, str]:
+    """``others``: further global generators the run draws from and never seeds, named in the same
+    finding (their seeders join the fix, or the fix says to seed them all when the list would not fit)."""
+    if generator in (NUMPY_RNG, RANDOM_INSTANCE):
+        return {"state": "built without a seed", "fix": "pass it a seed"}
+    also = " (nor {})".format(", ".join(_GENERATOR_NAMES[g] for g in others)) if others else ""
+    fix = "add " + (", ".join(_SEEDERS[g].replace("(seed)", "") for g in (generator, *others)) if others
+                    else _SEEDERS[generator])
+    if not intent:
+        wording = {"state": "never seeded" + also, "fix": fix}
+    else:
+        done = " and ".join(sorted(_GENERATOR_NAMES[g] for g in seeded)) or "CUDA"
+        wording = {"state": "unseeded unlike {}{}".format(done, also), "fix": fix}
+    if others and not _fits(wording, generator):
+        wording["fix"] = "seed {}".format("all three" if len(others) == 2 else "both")
+    return wording

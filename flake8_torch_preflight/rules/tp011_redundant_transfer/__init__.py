@@ -1,0 +1,414 @@
+"""TP011 redundant-transfer: the same loop-invariant tensor or module moved to the device every iteration.
+
+Invariance is read syntactically (``rules.tp011_redundant_transfer.invariance``): the loop never rebinds the name or
+attribute chain, never changes it in place, and never sends it back to the host.  That holds
+whatever the value is, so a receiver inference cannot resolve (a parameter with no call site) is
+reported too, with a cost that covers both a tensor and a module; one that resolves to anything
+but a tensor or a module is not.  The destination must be a device: a provable accelerator, or
+an unresolved ``torch.device``/device-named argument in a file with CUDA evidence.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from astroid import nodes
+
+from ...analysis.semantic import branches, dataflow, infer, loops
+from ...analysis.training import device, origins, training_step
+from . import invariance
+from ...analysis.training.torch_names import DATALOADERS, MODULE_BASES
+from .._base import Rule, register, text_gate
+
+#: Methods that move a receiver to the device (``.cpu()`` is a download, see ``device.transfer_target``).
+TO_DEVICE_METHODS = frozenset({"to", "cuda"})
+
+#: Host factories whose result differs on every call (new random values): not loop-invariant.
+RANDOM_FACTORIES = frozenset({"torch.rand", "torch.randn", "torch.randint", "torch.randperm"})
+
+#: Host factories that copy the data they are given.
+DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy"})
+
+#: The other host factories: their values follow from their shape (and fill) arguments, so they can be
+#: built on the device with ``device=`` whatever those arguments are (a shape read from the batch too).
+SHAPE_FACTORIES = device.HOST_FACTORIES - RANDOM_FACTORIES - DATA_FACTORIES
+
+#: The pre-0.4 wrapper that returns its tensor argument (on the same device).  Matched by its import
+#: path (``infer.dotted_name``): the stubs do not define it, so inference of old code is unchanged.
+VARIABLE_WRAPPER = "torch.autograd.Variable"
+
+#: What the message says happens to the value, and the fix, by case.
+RESENT = "is re-sent to the device each iteration unchanged"
+BUILT = "is built on the host and copied each {}"
+MOVE = "move it before the loop"
+BUILD_THERE = "pass {}"
+
+#: torch functions and tensor methods whose output size depends on the values: the host waits for the
+#: device to learn it.  With ``device.SYNC_METHODS`` / ``SYNC_BUILTINS`` / ``SYNC_FUNCTIONS`` (reads of
+#: a value, explicit waits) they are the calls that block the host (``blocks_host``).
+#: (Only names the stubs define; ``torch.masked_select`` / ``argwhere`` as functions are not there yet.)
+SIZE_SYNC_FUNCTIONS = frozenset({"torch.unique", "torch.nonzero"})
+SIZE_SYNC_METHODS = frozenset({"unique", "nonzero", "masked_select", "argwhere", "unique_consecutive"})
+
+#: ``nn.Module`` methods that return the module itself, looked through when matching receivers.
+SELF_RETURNING_METHODS = frozenset({"eval", "train", "requires_grad_", "float", "half", "double", "bfloat16"})
+
+
+@register
+class RedundantTransfer(Rule):
+    code, slug = "TP011", "redundant-transfer"
+    requires = text_gate(r"\.(to|cuda)\s*\(")  # no transfer without one
+    message = "{what} {how} ({cost}); {fix}"
+    quoted = ("what",)
+    rationale = (
+        "A tensor that does not change between iterations (a name the loop never rebinds or modifies in "
+        "place, class weights, a torch.tensor([...]) of constants) only needs to reach the GPU once. Calling "
+        ".to(device) or .cuda() on it inside the batch loop makes a fresh host-to-device copy every step, "
+        "which waits on pageable host memory and competes with the batch itself; doing it to the model walks "
+        "every parameter and buffer on every step. A blocking copy (no non_blocking=True) also makes the host "
+        "wait until the GPU has run everything queued before it (PyTorch's copy_kernel_cuda in "
+        "aten/src/ATen/native/cuda/Copy.cu ends it with cudaStreamSynchronize), so the CPU can no longer run "
+        "ahead of the GPU. The rule looks at batch loops (loops that call backward() "
+        "or a resolved optimizer.step(), or iterate a DataLoader) and at a module's forward(), which runs once "
+        "per step. A torch.zeros/ones/full/arange(...) built on the host and then sent (.to(device), .cuda(), "
+        ".type_as(x)) in either place is reported even when its shape is read from the batch: the shape changes "
+        "nothing about the fix, which is to build it on the device (torch.zeros(..., device=x.device), "
+        "x.new_zeros(...)) instead of allocating on the host and copying every step. Where the statements "
+        "that always run just before the copy already make the host wait (torch.unique, masked_select, "
+        "nonzero, .item()), the message prices it as a copy per step, not a new stall."
+    )
+    leaves_alone = (
+        "Per-batch data, downloads (.cpu(), .to('cpu')), tensors created on the device, casts "
+        "(.to(torch.float16)), values modified in place before being sent, and a model moved back and forth "
+        "in the same loop (to the CPU for a checkpoint, then back) are not reported; nor is an unresolved "
+        "device in a file that never uses CUDA."
+        " A tensor rebound to its own device copy (``x = x.to(device)``) is left alone: from the second "
+        "iteration on it is on the device and the call copies nothing (a module rebound that way is still walked)."
+        " A transfer under a branch no run takes (``if DEBUG:`` with every assignment of the project "
+        "leaving the flag False or None) is not reported."
+    )
+    example_bad = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "from torch.utils.data import DataLoader\n"
+        "\n"
+        "device = torch.device('cuda')\n"
+        "model = nn.Linear(10, 3).to(device)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "weights = torch.tensor([1.0, 2.0, 0.5])\n"
+        "for x, y in DataLoader([], batch_size=8):\n"
+        "    x, y = x.to(device), y.to(device)\n"
+        "    loss = nn.functional.cross_entropy(model(x), y, weight=weights.to(device))\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+        "    optimizer.zero_grad()\n"
+    )
+    example_good = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "from torch.utils.data import DataLoader\n"
+        "\n"
+        "device = torch.device('cuda')\n"
+        "model = nn.Linear(10, 3).to(device)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "weights = torch.tensor([1.0, 2.0, 0.5]).to(device)\n"
+        "for x, y in DataLoader([], batch_size=8):\n"
+        "    x, y = x.to(device), y.to(device)\n"
+        "    loss = nn.functional.cross_entropy(model(x), y, weight=weights)\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+        "    optimizer.zero_grad()\n"
+    )
+
+    def visit_call(self, node: nodes.Call) -> None:
+        method = infer.method_name(node)
+        if method not in TO_DEVICE_METHODS and method != "type_as":
+            return  # cheap syntactic check first
+        loop = loops.innermost(node)
+        forward = _module_forward(node)
+        if loop is None and forward is None:
+            return
+        if loop is not None and forward is not None and not _is_batch_loop(loop):
+            loop = None  # a loop inside forward() (over stages, over time) runs every step too
+        target = _destination(node)
+        if target is None or target == "host":
+            return
+        if target == "device" and not device.uses_cuda(node.root()):
+            return  # an unresolved device in a file with no accelerator evidence may be the CPU
+        receiver = node.func.expr
+        if loop is None:
+            built = _shape_factory(receiver)
+            if built is not None:
+                self._report(node, what=built, how=BUILT.format("forward"), cost=_cost(node, _TENSOR_COST),
+                             fix=BUILD_THERE.format(_on_device(node)))
+            return
+        if training_step.under_periodic_branch(node, loop):
+            return  # ``if step % 500 == 0:`` / ``if epoch == 0:`` does not run every iteration
+        if method == "type_as":
+            what = None
+        else:
+            what = _invariant_value(receiver, loop)
+        built = _shape_factory(receiver) if what is None else None
+        if what is None and built is None:
+            return
+        if not _is_batch_loop(loop):
+            return
+        if built is not None:
+            self._report(node, what=built, how=BUILT.format("iteration"), cost=_cost(node, _TENSOR_COST),
+                         fix=BUILD_THERE.format(_on_device(node)))
+            return
+        assert what is not None
+        if what[1] != _MODULE_COST and _rebinds_its_receiver(node):
+            return  # ``x = x.to(device)``: from the second iteration on, x is there and .to() copies nothing
+        self._report(node, what=what[0], how=RESENT, cost=_cost(node, what[1]), fix=MOVE)
+
+    def _report(self, node: nodes.Call, **fields: str) -> None:
+        if branches.reached_only_when_off(node):
+            return  # ``if DEBUG:`` with the flag off wherever the project sets it: no run copies it
+        self.report(node, **fields)
+
+
+_TENSOR_COST = "a sync per step"  # a blocking host-to-device copy ends in cudaStreamSynchronize
+_ASYNC_COST = "a copy per step"  # ``non_blocking=True``: the copy is queued, the host does not wait
+_PAID_COST = "a copy per step, no new stall"  # the same block already blocks the host
+_MODULE_COST = "a parameter walk per step"
+_UNKNOWN_COST = "a copy or walk per step"
+
+
+def _invariant_value(receiver: nodes.NodeNG, loop: "loops.Loop") -> Optional["tuple[str, str]"]:
+    """(how the message names it, its cost) when ``receiver`` is the same value every iteration."""
+    if isinstance(receiver, nodes.Call):
+        return _constant_factory(receiver, loop)
+    if not _is_reference(receiver):
+        return None
+    kind = _kind(receiver)
+    if kind is None:
+        return None
+    text = dataflow.binding_text(receiver)
+    if invariance.rebound_in(loop, receiver, ignore=_self_transfer) or invariance.mutated_in(loop, receiver):
+        return None
+    if _moved_to_host_in(loop, text):
+        return None
+    if kind == "module":
+        return "module '{}'".format(text), _MODULE_COST
+    if kind == "tensor":
+        return "'{}'".format(text), _TENSOR_COST
+    return "'{}'".format(text), _UNKNOWN_COST
+
+
+def _is_reference(expr: nodes.NodeNG) -> bool:
+    """A name or a chain of attributes on a name (``weights``, ``self.class_weights``, ``cfg.w``)."""
+    while isinstance(expr, nodes.Attribute):
+        expr = expr.expr
+    return isinstance(expr, nodes.Name)
+
+
+def _kind(receiver: nodes.NodeNG) -> Optional[str]:
+    """``"module"``, ``"tensor"``, or ``"unknown"`` for a value inference cannot resolve; None
+    when it resolves to something else (a user object whose ``.to()`` is not a transfer)."""
+    if infer.is_instance_of(receiver, MODULE_BASES):
+        return "module"
+    value = infer.safe_infer(receiver)
+    if value is None:
+        return "unknown"
+    return "tensor" if device.is_tensor(receiver) else None
+
+
+def _constant_factory(expr: nodes.Call, loop: "loops.Loop") -> Optional["tuple[str, str]"]:
+    """``torch.tensor([0.2, 0.8])`` / ``torch.ones(n_classes)`` built on the host from values the loop never changes."""
+    name = infer.callee_qname(expr)
+    if name not in device.HOST_FACTORIES or name in RANDOM_FACTORIES:
+        return None  # random factories give new values each time
+    if any(kw.arg == "device" or kw.arg is None for kw in expr.keywords or ()):
+        return None  # created on the device already (or unknown keywords)
+    if device.context_device(expr) in ("accelerator", "device"):
+        return None  # ``with torch.device("cuda"):`` / ``with fabric.init_module():`` builds it there
+    arguments: List[nodes.NodeNG] = list(expr.args) + [kw.value for kw in expr.keywords or ()]
+    for arg in arguments:
+        if any(True for _ in arg.nodes_of_class(nodes.Call)) or isinstance(arg, nodes.Starred):
+            return None
+        for name_node in arg.nodes_of_class(nodes.Name):
+            if invariance.rebound_in(loop, name_node):
+                return None
+    return "constant {}(...)".format(expr.func.as_string()), _TENSOR_COST
+
+
+def _cost(transfer: nodes.Call, cost: str) -> str:
+    """A tensor's copy waits for the GPU's queue unless the transfer is ``non_blocking=True``, or
+    the statements that always run just before it in the same iteration or forward already made
+    the host wait (``torch.unique(...)``, ``.item()``): then it adds a copy, not a new stall."""
+    blocking = infer.argument(transfer, "non_blocking")
+    if cost == _TENSOR_COST and isinstance(blocking, nodes.Const) and blocking.value is True:
+        return _ASYNC_COST
+    if cost == _TENSOR_COST and _host_waits_before(transfer):
+        return _PAID_COST
+    return cost
+
+
+def blocks_host(call: nodes.Call) -> bool:
+    """``call`` makes the host wait for the device: it reads a device value (``.item()``,
+    ``float(t)``), waits explicitly (``torch.cuda.synchronize()``) or returns a tensor whose size
+    depends on the values (``torch.unique``, ``masked_select``, ``nonzero``).  A value provably on
+    the host (``device.is_host_value``) makes no wait."""
+    name = infer.callee_qname(call) or infer.dotted_name(call.func)
+    if name in device.SYNC_FUNCTIONS:
+        return True
+    if name in SIZE_SYNC_FUNCTIONS:
+        return bool(call.args) and not device.is_host_value(call.args[0])
+    if name in device.SYNC_BUILTINS:
+        return len(call.args) == 1 and device.is_tensor(call.args[0]) and not device.is_host_value(call.args[0])
+    func = call.func
+    if isinstance(func, nodes.Attribute) and func.attrname in device.SYNC_METHODS | SIZE_SYNC_METHODS:
+        return device.is_tensor(func.expr) and not device.is_host_value(func.expr)
+    return False
+
+
+def _host_waits_before(node: nodes.NodeNG) -> bool:
+    """A call that blocks the host (``blocks_host``) runs on every path to ``node`` earlier in the
+    same loop iteration or function call: in a statement before it in the same block or an
+    enclosing one (an ``if``'s test, a loop's iterable, a ``with`` block; not the bodies of
+    branches and loops, which may not run)."""
+    child: nodes.NodeNG = node.statement()
+    parent = child.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef,
+                                                         nodes.Module, nodes.For, nodes.While)):
+        if isinstance(parent, nodes.If) and child in parent.body + parent.orelse:
+            if any(blocks_host(call) for call in infer.iter_calls(parent.test)):
+                return True
+        block = next((body for body in _blocks(parent) if child in body), None)
+        if block is not None:
+            for statement in block[: block.index(child)]:
+                if any(blocks_host(call) for call in _always_run_calls(statement)):
+                    return True
+        child, parent = parent, parent.parent
+    if parent is not None and not isinstance(parent, (nodes.ClassDef, nodes.Module)):
+        for statement in parent.body[: parent.body.index(child)] if child in parent.body else []:
+            if any(blocks_host(call) for call in _always_run_calls(statement)):
+                return True
+    return False
+
+
+def _blocks(parent: nodes.NodeNG) -> "List[List[nodes.NodeNG]]":
+    """The statement lists of a compound statement."""
+    return [list(getattr(parent, field)) for field in ("body", "orelse", "handlers", "finalbody")
+            if isinstance(getattr(parent, field, None), list)]
+
+
+def _always_run_calls(statement: nodes.NodeNG) -> "List[nodes.Call]":
+    """Calls a statement makes whenever it runs: all of a simple statement's; an ``if``'s or
+    ``while``'s test, a ``for``'s iterable, a ``with``'s context and body; nothing of a ``try``."""
+    if isinstance(statement, nodes.If) or isinstance(statement, nodes.While):
+        return list(infer.iter_calls(statement.test))
+    if isinstance(statement, nodes.For):
+        return list(infer.iter_calls(statement.iter))
+    if isinstance(statement, nodes.With):
+        found = [call for item, _ in statement.items for call in infer.iter_calls(item)]
+        return found + [call for inner in statement.body for call in _always_run_calls(inner)]
+    if hasattr(statement, "body"):
+        return []  # a ``try`` (it may raise before the call), a definition
+    return list(infer.iter_calls(statement))
+
+
+def _destination(call: nodes.Call) -> Optional[str]:
+    """Where a transfer sends its receiver (``device.transfer_target``); ``.type_as(x)`` sends it to
+    ``x``'s device, a device wherever the file uses one."""
+    if infer.method_name(call) == "type_as":
+        return "device" if call.args else None
+    return device.transfer_target(call)
+
+
+def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
+    """``torch.zeros(...)`` (and the other ``SHAPE_FACTORIES``) built on the host: how the message
+    names it, else None."""
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in origins.SHAPE_METHODS:
+        expr = expr.func.expr  # type: ignore[union-attr]  # ``torch.arange(b).view(-1, 1)``: still on the host
+    if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE_WRAPPER:
+        expr = expr.args[0]  # ``Variable(torch.zeros(...), requires_grad=True)`` wraps the same host tensor
+    if not isinstance(expr, nodes.Call):
+        return None
+    name = infer.callee_qname(expr)
+    if name not in SHAPE_FACTORIES:
+        return None
+    if any(kw.arg == "device" or kw.arg is None for kw in expr.keywords or ()):
+        return None  # created on the device already (or unknown keywords)
+    if device.context_device(expr) in ("accelerator", "device"):
+        return None
+    if any(isinstance(a, nodes.Const) and a.value == 0 for a in expr.args[:1]) and name != "torch.arange":
+        return None  # ``torch.empty(0)``: nothing to copy, no copy made
+    return "{}(...)".format(expr.func.as_string())
+
+
+def _on_device(transfer: nodes.Call) -> str:
+    """The fix's keyword: ``device=<where the transfer sends it>``."""
+    if infer.method_name(transfer) == "cuda":
+        return "device='cuda'"
+    if infer.method_name(transfer) == "type_as":
+        return "device={}.device".format(transfer.args[0].as_string())
+    dest = infer.argument(transfer, "device", 0)
+    return "device={}".format(dest.as_string() if dest is not None else "...")
+
+
+def _module_forward(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
+    """The ``forward`` method of an ``nn.Module`` class that ``node`` runs in (once per step)."""
+    func = loops.enclosing_function(node)
+    if func is None or func.name != "forward" or not isinstance(func.parent, nodes.ClassDef):
+        return None
+    return func if infer.class_is_subclass_of(func.parent, MODULE_BASES) else None
+
+
+def _rebinds_its_receiver(transfer: nodes.Call) -> bool:
+    """``x = x.to(device)``: the transfer's result is assigned back to what it moved."""
+    assign = transfer.parent
+    return (
+        isinstance(assign, nodes.Assign)
+        and len(assign.targets) == 1
+        and assign.value is transfer
+        and _self_transfer(assign.targets[0])
+    )
+
+
+def _self_transfer(target: nodes.NodeNG) -> bool:
+    """``x = x.to(device)`` / ``self.m = self.m.cuda()``: the name is rebound to its own device copy."""
+    assign = target.parent
+    if not isinstance(assign, nodes.Assign) or len(assign.targets) != 1 or assign.targets[0] is not target:
+        return False
+    value = assign.value
+    if not (isinstance(value, nodes.Call) and infer.method_name(value) in TO_DEVICE_METHODS):
+        return False
+    return dataflow.binding_text(value.func.expr) == dataflow.binding_text(target)
+
+
+def _moved_to_host_in(loop: "loops.Loop", text: str) -> bool:
+    """A device restore: the same value is also sent to the host in this loop (checkpointing on
+    the CPU: ``model.eval().cpu(); torch.save(...); model.to(device).train()``)."""
+    for node in invariance.loop_nodes(loop):
+        if isinstance(node, nodes.Call) and infer.method_name(node) in device.TRANSFER_METHODS:
+            receiver = _strip_self_returning(node.func.expr)
+            if dataflow.binding_text(receiver) == text and device.transfer_target(node) == "host":
+                return True
+    return False
+
+
+def _strip_self_returning(expr: nodes.NodeNG) -> nodes.NodeNG:
+    """``model`` for ``model.eval()`` / ``model.train(False)``: module methods that return the module."""
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in SELF_RETURNING_METHODS:
+        expr = expr.func.expr
+    return expr
+
+
+def _is_batch_loop(loop: "loops.Loop") -> bool:
+    """A loop that runs once per batch: it owns a training step, or iterates a DataLoader."""
+    if training_step.owns_step(loop):
+        return True
+    if not isinstance(loop, nodes.For):
+        return False
+    return _iterates_dataloader(loop.iter)
+
+
+def _iterates_dataloader(expr: nodes.NodeNG) -> bool:
+    """``expr`` yields a DataLoader's batches: the loader, or an iteration wrapper
+    (``loops.ITERATION_WRAPPERS``) around it in any argument (``zip(other, loader)``)."""
+    if infer.is_instance_of(expr, DATALOADERS):
+        return True
+    if isinstance(expr, nodes.Call) and expr.args and infer.call_name(expr) in loops.ITERATION_WRAPPERS:
+        return any(_iterates_dataloader(a) for a in expr.args if not isinstance(a, nodes.Starred))
+    return False
