@@ -305,10 +305,11 @@ def _escapes(func: nodes.FunctionDef, outer: nodes.FunctionDef) -> bool:
 
 def _runs_once(p: "provenance.Provenance", call: nodes.Call, func: Optional[nodes.FunctionDef], depth: int) -> bool:
     """The forward runs once per run of the program: outside any loop, in module code, a test, a
-    warm-up on a dummy input, or a function every call of which in the file runs once."""
+    warm-up on a dummy input, a probe whose output nobody reads, or a function every call of which
+    in the file runs once."""
     if evaluation.repeats(call):
         return False
-    if func is None or evaluation.dummy_input(call):
+    if func is None or evaluation.dummy_input(call) or evaluation.discarded(call):
         return True
     return _function_runs_once(p, func, depth)
 

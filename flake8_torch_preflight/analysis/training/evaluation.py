@@ -404,6 +404,16 @@ def dummy_input(call: nodes.Call) -> bool:
     return bool(arguments) and all(_always(a, _factory_call) for a in arguments)
 
 
+def discarded(call: nodes.Call) -> bool:
+    """The forward's output is never read: a statement of its own, or assigned to a name no later
+    code reads (``_ = flops_model(**inputs)``).  Such a forward runs for its side effects (hooks that
+    count FLOPs or record shapes, a warm-up), not to evaluate anything."""
+    if isinstance(call.parent, nodes.Expr):
+        return True
+    target = dataflow.assigned_name(call)
+    return target is not None and not dataflow.name_uses(target)
+
+
 #: The pre-0.4 autograd wrapper.  ``Variable(x, volatile=True)`` switched autograd off for every
 #: operation reading it, the way ``no_grad`` does since 0.4 (which ignores ``volatile``).
 VARIABLE = "torch.autograd.Variable"
