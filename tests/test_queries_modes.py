@@ -7,7 +7,7 @@ from typing import Dict, List
 
 from astroid import nodes
 
-from flake8_torch_preflight.analysis.training import modes
+from flake8_torch_preflight.analysis.training import models, modes
 from flake8_torch_preflight.analysis.semantic import static_values
 from flake8_torch_preflight.analysis.setup.build import build_module
 
@@ -120,3 +120,111 @@ def test_by_frame_needs_a_binding_that_matters() -> None:
     assert static_values.truth(second) is True  # known without the frame: not the frame's verdict
     assert modes.by_frame(static_values.truth, second, frame) is None
     assert modes.by_frame(static_values.truth, first, modes.ROOT) is None
+
+
+# ``models.mode_dependent``: does eval() change what the model computes (TP008 is silent on False)?
+
+_MODE_CLASSES = '''
+import torch
+import torch.nn as nn
+import torchvision
+
+
+class MLP(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(d_in, 32), nn.ReLU(), nn.Linear(32, d_out))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Stacked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = MLP(4, 4)
+        self.norm = nn.InstanceNorm1d(4)
+
+    def forward(self, x):
+        return self.norm(self.body(x))
+
+
+class Tracking(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.InstanceNorm1d(4, track_running_stats=True)
+
+
+class Dropped(MLP):
+    def forward(self, x):
+        return torch.nn.functional.dropout(self.net(x), 0.5, training=self.training)
+
+
+class Inner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(3)
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+
+
+class Configured(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.act = getattr(nn, cfg.act)()
+
+
+class Holder(nn.Module):
+    def __init__(self, backbone):
+        super().__init__()
+        self.backbone = backbone
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 4, num_layers=2, dropout=0.1)
+
+
+m_mlp = MLP(4, 2)
+m_stacked = Stacked()
+m_tracking = Tracking()
+m_dropped = Dropped(4, 2)
+m_outer = Outer()
+m_configured = Configured(None)
+m_holder = Holder(MLP(4, 4))
+m_holder_plain = Holder(3)
+m_recurrent = Recurrent()
+m_resnet = torchvision.models.resnet18()
+m_moved = MLP(4, 2).to("cuda")
+'''
+
+
+def _mode_of(name: str) -> object:
+    module = _module(_MODE_CLASSES)
+    use = next(n for n in module.nodes_of_class(nodes.AssignName) if n.name == name)
+    return models.mode_dependent(use.parent.value)
+
+
+def test_mode_free_models_are_read_through_their_classes() -> None:
+    assert _mode_of("m_mlp") is False
+    assert _mode_of("m_moved") is False
+    assert _mode_of("m_stacked") is False  # a submodule class of the file; InstanceNorm without running stats
+    assert _mode_of("m_holder_plain") is False  # a plain constant handed in registers nothing
+
+
+def test_mode_dependent_layers_and_training_reads() -> None:
+    assert _mode_of("m_tracking") is True
+    assert _mode_of("m_dropped") is True  # ``training=self.training`` in a subclass's forward
+    assert _mode_of("m_outer") is True  # BatchNorm2d (a BatchNorm1d subclass in the stubs) one class down
+    assert _mode_of("m_recurrent") is True
+
+
+def test_what_is_not_read_is_unknown() -> None:
+    assert _mode_of("m_configured") is None  # a layer picked from a config
+    assert _mode_of("m_holder") is None  # a module handed in through the constructor
+    assert _mode_of("m_resnet") is None  # a library model

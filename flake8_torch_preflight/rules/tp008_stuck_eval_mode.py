@@ -27,7 +27,9 @@ model that is not the one being trained (its forward runs under
 the loop steps provably holds another model's parameters: a teacher, an EMA
 copy, a target network); an ``eval()`` followed by an unconditional ``break``
 or ``return`` (the loop ends there); a receiver that resolves to something
-other than an ``nn.Module``.  A ``train()`` on a receiver that is not provably
+other than an ``nn.Module``; a model whose classes are all read and hold no layer that
+``eval()`` changes (``models.mode_dependent``: no dropout, batch norm or ``self.training``
+branch, e.g. a ``Linear``/``ReLU`` MLP).  A ``train()`` on a receiver that is not provably
 a different model (both resolved to different classes) counts as bringing it
 back: in doubt, silence.
 """
@@ -38,7 +40,7 @@ from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 from astroid import nodes
 
 from ..analysis.semantic import dataflow, infer, loops
-from ..analysis.training import modes
+from ..analysis.training import models, modes
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
@@ -85,7 +87,11 @@ class StuckEvalMode(Rule):
         "function: a helper called twice in the loop, or once per model of a list, is reported once. An "
         "evaluation helper's own forward is not a training forward: eval_sample(model, x) between a step's "
         "forward and its backward() leaves that step in train mode, so with model.train() opening every "
-        "iteration it is silent."
+        "iteration it is silent. A model for which eval() changes nothing is left alone: its class and every "
+        "submodule class are read (in the file or a project module) and hold no dropout, batch norm, "
+        "InstanceNorm with running statistics, recurrent or attention layer and no self.training read (a "
+        "Linear/ReLU MLP). A library model, a layer picked from a config or a module handed in is not read "
+        "and keeps the finding."
     )
     example_bad = """
         for epoch in range(epochs):
@@ -139,6 +145,8 @@ class StuckEvalMode(Rule):
                 continue
             if self._not_trained(loop, event.model, events):
                 continue
+            if models.mode_dependent(event.model.node) is False:
+                continue  # every layer computes the same in eval mode (a Linear/ReLU MLP): nothing is lost
             anchor = modes.report_anchor(event, step)
             switch_here = (id(event.node), id(anchor.scope()))
             if id(anchor) in self._reported or switch_here in self._switches:

@@ -22,14 +22,19 @@ corroboration (see ``provenance/runner.py``).
 """
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Dict, List, Optional
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
+from astroid.exceptions import AstroidError
 
 from ..semantic import dataflow, infer
-from .torch_names import LOSS_BASES, MODULE_BASES
+from ..semantic import static_values
+from ..setup import brain
+from . import param_count
+from .torch_names import INSTANCE_NORMS, LOSS_BASES, MODE_DEPENDENT_LAYERS, MODE_FREE_LAYERS, MODULE_BASES
 
 #: Results of :func:`kind`.
 MODEL, LOSS, LAYER = "model", "loss", "layer"
@@ -340,3 +345,292 @@ def _kind_of_name_binding(name: nodes.Name, depth: int) -> Optional[str]:
             kinds = {_kind(a, depth) for a in args}
             return kinds.pop() if len(kinds) == 1 else None
     return None
+
+
+#: Levels of submodule classes, helper calls and bindings followed by :func:`mode_dependent`.
+MODE_DEPTH = 6
+
+#: Calls that register their arguments as submodules (or keep them in a container that may).
+_REGISTERING_METHODS = frozenset(
+    {"append", "extend", "insert", "add_module", "register_module", "update", "setattr", "__setitem__"}
+)
+
+
+def mode_dependent(expr: nodes.NodeNG) -> Optional[bool]:
+    """Does ``eval()`` change what the model ``expr`` computes?  True when its class, one of its base
+    classes or a submodule class (recursively) is a mode-dependent torch layer (``MODE_DEPENDENT_LAYERS``:
+    dropout, batch norm, an ``InstanceNorm`` tracking running statistics, recurrent/attention layers) or
+    reads ``.training``; False when every class is read and every torch layer built is mode-free
+    (``MODE_FREE_LAYERS``: a ``Linear``/``ReLU`` MLP); None when anything is unknown: a class not read
+    (a library model, ``torchvision.models.resnet18()``), a torch layer in neither set, a call in the
+    constructor that does not resolve, or a value that may be a module handed in from outside (an
+    ``__init__`` argument that is not a plain constant at the construction, a config object)."""
+    built = _constructions(expr, MODE_DEPTH)
+    if not built:
+        return None
+    answers = [_class_mode(cls, call, MODE_DEPTH, set()) for cls, call in built]
+    if True in answers:
+        return True
+    return None if None in answers else False
+
+
+def _constructions(expr: nodes.NodeNG, depth: int) -> Optional[List["tuple[nodes.ClassDef, Optional[nodes.Call]]"]]:
+    """The classes (with their constructor calls, when seen) ``expr`` may be an instance of, through
+    aliases, ``model.to(dev)``/``model.train()``, wrappers (DDP, ``torch.compile``) and parameters
+    bound at the file's call sites; None when one binding is not read."""
+    if depth <= 0:
+        return None
+    if isinstance(expr, nodes.Call):
+        func = expr.func
+        if isinstance(func, nodes.Attribute) and func.attrname in SELF_RETURNING_METHODS:
+            return _constructions(func.expr, depth - 1)
+        callee = infer.callee_qname(expr) or infer.dotted_name(func)
+        if callee in MODEL_PASSTHROUGH and expr.args:
+            return _constructions(expr.args[0], depth - 1)
+        cls = param_count.resolve_class(func)  # the class a constructor names, sibling modules included
+        return [(cls, expr)] if cls is not None else None
+    if isinstance(expr, nodes.Attribute) and expr.attrname == "module":
+        return _constructions(expr.expr, depth - 1)
+    if isinstance(expr, (nodes.Name, nodes.Attribute)):
+        values = infer.bound_values(expr) or (_binding_values(expr) if isinstance(expr, nodes.Name) else None)
+        if values:
+            found: List["tuple[nodes.ClassDef, Optional[nodes.Call]]"] = []
+            for value in values:
+                inner = _constructions(value, depth - 1)
+                if not inner:
+                    return None
+                found.extend(inner)
+            return found
+    cls = infer.instance_class(expr)
+    return [(cls, None)] if cls is not None else None
+
+
+def _binding_values(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+    """What ``name`` may hold when it is bound both as a parameter and by assignments
+    (``model = model.train()`` in the function that takes ``model``): the assigned values and what
+    the call sites pass for the parameter; None when one binding is of another kind."""
+    try:
+        _, bindings = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return None
+    values: List[nodes.NodeNG] = []
+    for binding in bindings:
+        if not isinstance(binding, nodes.AssignName):
+            return None
+        if isinstance(binding.parent, nodes.Arguments):
+            uses = [u for u in dataflow.name_uses(binding) if dataflow.single_binding(u) is binding]
+            passed = infer.bound_values(uses[0]) if uses else None
+            if not passed:
+                return None
+            values.extend(passed)
+        elif isinstance(binding.parent, nodes.Assign) and binding in binding.parent.targets:
+            values.append(binding.parent.value)
+        else:
+            return None
+    return values or None
+
+
+def _class_mode(cls: nodes.ClassDef, call: Optional[nodes.Call], depth: int, seen: set) -> Optional[bool]:
+    """:func:`mode_dependent` for an instance of ``cls`` built by ``call`` (None: not seen)."""
+    if depth <= 0:
+        return None
+    qname = cls.qname()
+    if qname in INSTANCE_NORMS:
+        tracking = infer.argument(call, "track_running_stats", 4) if call is not None else None
+        if call is not None and tracking is None:
+            return False  # torch's default: instance statistics in both modes
+        return (tracking.value is True) if isinstance(tracking, nodes.Const) else None
+    if infer.class_is_subclass_of(cls, MODE_DEPENDENT_LAYERS):
+        return True
+    if qname.startswith("torch."):
+        return False if qname in MODE_FREE_LAYERS or infer.class_is_subclass_of(cls, LOSS_BASES) else None
+    if id(cls) in seen:
+        return False  # a class built inside itself: its first reading answers
+    if not infer.class_is_subclass_of(cls, MODULE_BASES):
+        return None
+    seen.add(id(cls))
+    plain = call is not None and _plain_arguments(call)
+    try:
+        ancestors = [cls] + [a for a in itertools.islice(cls.ancestors(), 32) if a.qname() != "builtins.object"]
+    except (AstroidError, RecursionError):
+        return None
+    answers: List[Optional[bool]] = []
+    for klass in ancestors:
+        if klass.qname().startswith("torch."):
+            answers.append(_class_mode(klass, None, depth - 1, seen) if klass.qname() != "torch.nn.Module" else False)
+            continue
+        if not _read_source(klass) or not all(isinstance(infer.safe_infer(b), nodes.ClassDef) for b in klass.bases):
+            return None  # a base astroid does not read (a library mixin) may read ``self.training``
+        for method in klass.mymethods():
+            if any(a.attrname == "training" for a in method.nodes_of_class(nodes.Attribute)):
+                return True
+            answers.append(_built_in(method, method.name == "__init__", plain, depth - 1, seen))
+    if True in answers:
+        return True
+    return None if None in answers else False
+
+
+def _read_source(node: nodes.NodeNG) -> bool:
+    """``node`` comes from source astroid read: the checked file or one of the project's modules (never
+    torch's stubs, the standard library or an installed package, which astroid is not given)."""
+    name = node.root().name
+    top = name.split(".")[0]
+    return top not in brain.STDLIB_READ and top != "torch"
+
+
+def _plain_arguments(call: nodes.Call) -> bool:
+    """Every argument of a constructor call is a plain constant (so no module is handed in)."""
+    values = list(call.args or []) + [k.value for k in call.keywords or []]
+    return all(_plain_value(v) for v in values)
+
+
+def _plain_value(expr: nodes.NodeNG) -> bool:
+    resolved = static_values.evaluate(expr)
+    return resolved is not None and _plain_python(resolved.value)
+
+
+def _plain_python(value: object) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(_plain_python(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, complex, str, bytes))
+
+
+def _built_in(func: nodes.FunctionDef, constructing: bool, plain: bool, depth: int, seen: set) -> Optional[bool]:
+    """What the modules ``func`` builds say (True / False / None as :func:`mode_dependent`).  In a
+    constructor (``__init__`` and the helpers it calls) a call that does not resolve, or a value
+    that is registered and may be a module handed in (a parameter, when the construction's arguments
+    are not all plain constants; an attribute of another object), is unknown."""
+    if depth <= 0:
+        return None
+    answers: List[Optional[bool]] = []
+    for call in func.nodes_of_class(nodes.Call):
+        answers.append(_call_mode(call, constructing, plain, depth, seen))
+        if answers[-1] is True:
+            return True
+        if constructing and _registers_values(call) and not all(
+            _known_value(a, func, plain, depth) for a in _call_values(call)
+        ):
+            answers.append(None)
+    if constructing:
+        for assign in func.nodes_of_class((nodes.Assign, nodes.AnnAssign)):
+            targets = assign.targets if isinstance(assign, nodes.Assign) else [assign.target]
+            on_self = any(
+                isinstance(t, nodes.AssignAttr) or isinstance(t, nodes.Subscript)
+                for target in targets
+                for t in [target] + list(target.nodes_of_class((nodes.AssignAttr, nodes.Subscript)))
+            )
+            if on_self and assign.value is not None and not _known_value(assign.value, func, plain, depth):
+                answers.append(None)
+    if True in answers:
+        return True
+    return None if None in answers else False
+
+
+def _call_mode(call: nodes.Call, constructing: bool, plain: bool, depth: int, seen: set) -> Optional[bool]:
+    func = call.func
+    if isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Call) and infer.call_name(func.expr) == "super":
+        return False  # ``super().__init__(...)``: the base classes are read on their own
+    callee = infer.safe_infer(func)
+    if isinstance(callee, nodes.ClassDef):
+        if callee.qname().startswith("torch.") or infer.class_is_subclass_of(callee, MODULE_BASES):
+            return _class_mode(callee, call, depth - 1, seen)
+        return False  # not a module: an instance of it is never registered
+    function = callee
+    while isinstance(function, (BoundMethod, UnboundMethod)):
+        function = function._proxied
+    if isinstance(function, nodes.FunctionDef):
+        if _read_source(function) and constructing:
+            return _built_in(function, True, plain, depth - 1, seen)
+        return False
+    if isinstance(callee, Instance):
+        return False  # calling a module or another object builds nothing that registers
+    return None if constructing else False
+
+
+def _registers_values(call: nodes.Call) -> bool:
+    """A container constructor (``nn.Sequential(*layers)``), a registering method
+    (``layers.append(x)``, ``self.add_module(name, m)``, ``setattr(self, n, m)``), or a call of a
+    project class or helper (its arguments may be stored)."""
+    name = infer.call_name(call)
+    if name in _REGISTERING_METHODS or name == "__init__":
+        return True  # ``super().__init__(backbone)`` hands values to a base class
+    callee = infer.safe_infer(call.func)
+    while isinstance(callee, (BoundMethod, UnboundMethod)):
+        callee = callee._proxied
+    if isinstance(callee, nodes.ClassDef):
+        return callee.qname() in ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict") or (
+            _read_source(callee) and infer.class_is_subclass_of(callee, MODULE_BASES)
+        )
+    return isinstance(callee, nodes.FunctionDef) and _read_source(callee)
+
+
+def _call_values(call: nodes.Call) -> List[nodes.NodeNG]:
+    return list(call.args or []) + [k.value for k in call.keywords or []]
+
+
+def _known_value(expr: nodes.NodeNG, func: nodes.FunctionDef, plain: bool, depth: int) -> bool:
+    """``expr``, stored on the module or registered, holds nothing from outside the classes read: a
+    constant, a call (read on its own), ``self.x``, a literal or comprehension of such, a local bound
+    to such, a parameter of a helper (its caller's argument is checked where it is passed), or a
+    parameter of ``__init__`` when the construction passes plain constants or its default is one."""
+    if depth <= 0:
+        return False
+    if isinstance(expr, (nodes.Const, nodes.Call, nodes.JoinedStr, nodes.Lambda)):
+        return True
+    if isinstance(expr, nodes.Starred):
+        return _known_value(expr.value, func, plain, depth - 1)
+    if isinstance(expr, (nodes.List, nodes.Tuple, nodes.Set)):
+        return all(_known_value(e, func, plain, depth - 1) for e in expr.elts)
+    if isinstance(expr, nodes.Dict):
+        return all(_known_value(v, func, plain, depth - 1) for _, v in expr.items)
+    if isinstance(expr, (nodes.ListComp, nodes.GeneratorExp, nodes.SetComp)):
+        return _known_value(expr.elt, func, plain, depth - 1)
+    if isinstance(expr, nodes.DictComp):
+        return _known_value(expr.value, func, plain, depth - 1)
+    if isinstance(expr, (nodes.BinOp, nodes.UnaryOp, nodes.BoolOp, nodes.Compare)):
+        return all(_known_value(c, func, plain, depth - 1) for c in expr.get_children())
+    if isinstance(expr, nodes.IfExp):
+        return _known_value(expr.body, func, plain, depth - 1) and _known_value(expr.orelse, func, plain, depth - 1)
+    if isinstance(expr, nodes.Subscript):
+        return _known_value(expr.value, func, plain, depth - 1)
+    if isinstance(expr, nodes.Attribute):
+        if isinstance(expr.expr, nodes.Name) and expr.expr.name == "self":
+            return True
+        return _plain_value(expr)
+    if isinstance(expr, nodes.Name):
+        binding = dataflow.single_binding(expr)
+        if binding is not None and isinstance(binding.parent, nodes.Arguments):
+            if binding.scope() is not func or func.name != "__init__":
+                return True  # a helper's parameter: its caller's argument is checked at the call
+            return plain or _plain_default(func, expr.name)
+        if binding is not None and isinstance(binding.parent, (nodes.For, nodes.Comprehension)):
+            return binding.parent.target is binding and _known_value(binding.parent.iter, func, plain, depth - 1)
+        values = dataflow.assigned_values(expr)
+        if values:
+            return all(_known_value(v, func, plain, depth - 1) for v in values)
+        value = infer.safe_infer(expr)
+        return isinstance(value, nodes.ClassDef) or _plain_value(expr)
+    return _plain_value(expr)
+
+
+def _plain_default(func: nodes.FunctionDef, name: str) -> bool:
+    """The parameter ``name`` of ``func`` has a plain constant default or a scalar annotation (``int``)."""
+    args = func.args
+    positional = list(args.posonlyargs or []) + list(args.args or [])
+    names = [a.name for a in positional]
+    if name in names:
+        index = names.index(name)
+        annotations = list(args.posonlyargs_annotations or []) + list(args.annotations or [])
+        annotation = annotations[index] if index < len(annotations) else None
+        shift = index - (len(names) - len(args.defaults or []))
+        default = args.defaults[shift] if shift >= 0 else None
+    else:
+        kw_names = [a.name for a in args.kwonlyargs or []]
+        if name not in kw_names:
+            return False
+        index = kw_names.index(name)
+        annotation = (args.kwonlyargs_annotations or [None] * len(kw_names))[index]
+        default = (args.kw_defaults or [None] * len(kw_names))[index]
+    if isinstance(annotation, nodes.Name) and annotation.name in ("int", "float", "bool", "str"):
+        return True
+    return isinstance(default, nodes.Const) and default.value is not None

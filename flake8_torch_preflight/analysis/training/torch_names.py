@@ -54,3 +54,34 @@ LOG_SOFTMAX_LOSSES = frozenset({"torch.nn.CrossEntropyLoss", "torch.nn.functiona
 
 #: The loss classes that apply log_softmax themselves (a trainer is handed the class or an instance).
 CROSS_ENTROPY_CLASSES = frozenset({"torch.nn.CrossEntropyLoss"})
+
+#: Layers whose forward reads ``self.training`` (dropout, batch-norm running statistics, recurrent and
+#: attention layers with a ``dropout`` argument): ``eval()`` changes what they compute.  Subclasses count
+#: (``Dropout2d``, ``BatchNorm2d``, ``SyncBatchNorm``, ``LSTM``); ``InstanceNorm`` only with
+#: ``track_running_stats=True`` (``INSTANCE_NORMS``).  A torch layer the stubs do not define
+#: (``RReLU``, ``LazyBatchNorm1d``) does not resolve, so a model that builds one is unknown.
+MODE_DEPENDENT_LAYERS = frozenset(
+    "torch.nn." + name
+    for name in (
+        "Dropout", "AlphaDropout", "BatchNorm1d", "RNNBase", "MultiheadAttention", "TransformerEncoderLayer",
+        "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder", "Transformer",
+    )
+)
+
+#: Instance norms: running statistics (hence a train/eval difference) only with ``track_running_stats=True``.
+INSTANCE_NORMS = frozenset({"torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d"})
+
+#: torch.nn modules whose forward is the same in train and eval mode (containers included).  A torch class in
+#: neither set is not known either way.
+MODE_FREE_LAYERS = frozenset(
+    "torch.nn." + name
+    for name in (
+        "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
+        "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+        "ConvTranspose3d", "LayerNorm", "RMSNorm", "GroupNorm", "Embedding", "EmbeddingBag", "ReLU", "ReLU6",
+        "LeakyReLU", "PReLU", "ELU", "GELU", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "Tanh", "Sigmoid",
+        "Softplus", "Softmax", "LogSoftmax", "Softmax2d", "Flatten", "Unflatten", "MaxPool1d", "MaxPool2d",
+        "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "Upsample", "PixelShuffle", "ZeroPad2d",
+    )
+)
