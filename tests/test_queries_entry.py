@@ -171,3 +171,72 @@ def test_fresh_model_draws_its_initialisation(arguments: str, between: str, para
     found = randomness.effect(_named(module, "Net"))
     drawn = found is not None and found.kind == randomness.DRAW and found.weights
     assert drawn is expected
+
+
+# -- made_up_demo: training on made-up tensors that keeps nothing (TP009's demo) ------------------------
+
+_DEMO = """\
+import torch
+x = torch.randn(64, 100)
+y = torch.randn(64, 10)
+model = torch.nn.Sequential(torch.nn.Linear(100, 20), torch.nn.ReLU(), torch.nn.Linear(20, 10))
+loss_fn = torch.nn.MSELoss(reduction="sum")
+opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+for t in range(500):
+    loss = loss_fn(model(x), y)
+    print(t, loss.item())
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+{tail}
+"""
+
+
+@pytest.mark.parametrize(
+    "tail, expected",
+    [
+        ("", True),  # the loss printed per step is still a demo
+        ("print(model[0].weight)", False),  # the trained model is looked at afterwards
+        ("torch.save(model.state_dict(), 'm.pt')", False),
+        ("evaluate = loss_fn(model(torch.randn(8, 100)), torch.randn(8, 10))", False),  # evaluated after
+    ],
+)
+def test_made_up_demo_keeps_nothing_it_trains(tail: str, expected: bool) -> None:
+    assert entrypoint.made_up_demo(_run(_DEMO.format(tail=tail))) is expected
+
+
+@pytest.mark.parametrize(
+    "replace, by",
+    [
+        ("x = torch.randn(64, 100)", "x = torch.load('x.pt')"),  # a file's tensor
+        ("for t in range(500):", "for t in [x] * 5:"),  # a loop over a list, not a count
+        ("loss_fn(model(x), y)", "loss_fn(model(env.step(x)), y)"),  # an environment's observation
+    ],
+)
+def test_made_up_demo_needs_every_input_made_up(replace: str, by: str) -> None:
+    source = _DEMO.format(tail="").replace(replace, by)
+    if "env." in by:
+        source = "class Env:\n    def step(self, a):\n        return a\n\nenv = Env()\n" + source
+    assert not entrypoint.made_up_demo(_run(source))
+
+
+def test_made_up_inputs_follows_tensor_methods_and_collects_names() -> None:
+    module = _module(
+        "import torch\nx = torch.randn(4, 3)\nw = torch.randn(3, 2, requires_grad=True)\n"
+        "loss = (x.mm(w).clamp(min=0) - 1).pow(2).sum()\n"
+        "def step(batch):\n    return (batch.mm(w)).sum()\n"
+    )
+    names: set = set()
+    loss = next(n for n in module.nodes_of_class(nodes.AssignName) if n.name == "loss").parent.value
+    assert entrypoint.made_up_inputs(loss, names) and {"x", "w"} <= names
+    returned = next(module.nodes_of_class(nodes.Return)).value
+    assert not entrypoint.made_up_inputs(returned)  # ``batch`` is the caller's: it may be data
+
+
+def test_reads_trained_counts_reads_after_the_training_loop_only() -> None:
+    module = _module(_DEMO.format(tail=""))
+    backwards = [c for c in module.nodes_of_class(nodes.Call) if c.func.as_string() == "loss.backward"]
+    assert not entrypoint.reads_trained(module, {"model", "loss"}, backwards)  # the in-loop print is training
+    after = _module(_DEMO.format(tail="print(loss)"))
+    backwards = [c for c in after.nodes_of_class(nodes.Call) if c.func.as_string() == "loss.backward"]
+    assert entrypoint.reads_trained(after, {"model", "loss"}, backwards)

@@ -29,6 +29,7 @@ from astroid import nodes
 from ..semantic import dataflow, infer, loops, memo
 from . import device, evaluation, frameworks, gradients
 from .modes import calls_in_order
+from .param_count import TENSOR_FACTORIES
 from .torch_names import MODULE_BASES
 
 #: How deep helper functions are expanded (main -> train -> train_epoch -> step).
@@ -442,6 +443,138 @@ def benchmark_only(calls: List[nodes.Call]) -> bool:
     return all(made_up_benchmark(loops.enclosing_function(call) or call.root()) for call in backwards)
 
 
+#: Calls that keep what a run trains (resolved through the imports, or methods by name: ``model.save(...)``).
+SAVING_FUNCTIONS = frozenset({"torch.save", "numpy.save", "numpy.savez", "safetensors.torch.save_file"})
+SAVING_METHODS = frozenset({"save", "save_pretrained", "save_checkpoint", "save_model", "save_weights", "state_dict"})
+#: Base class of a custom autograd op, whose ``apply`` computes from its arguments.
+AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function"})
+#: torch functions that read a file: their tensors are data.
+TORCH_READS = frozenset({"torch.load"})
+#: How many values the trace of a loss's inputs reads before it gives up (the answer is then "not made up").
+MAX_TRACED = 200
+
+
+def made_up_demo(calls: List[nodes.Call]) -> bool:
+    """The run is a demo on made-up data: it trains (a backward, no framework's fit), every backward
+    is repeated by loops that only count (``range``) or none, and every input its loss is computed
+    from is a tensor made in the file by a factory (``torch.randn(N, D_in)``: ``made_up_inputs``);
+    nothing it runs reads data (``reads_data``) or saves (``SAVING_FUNCTIONS``, ``SAVING_METHODS``),
+    and it reads nothing it trained after its training loop (``reads_trained``: not evaluated,
+    printed or returned).  Printing the loss inside the loop is still a demo; a regression on
+    generated data whose model is then looked at or saved is a training run."""
+    backwards = [call for call in calls if infer.method_name(call) in TRAINING_METHODS]
+    if not backwards or _fits(calls) or any(reads_data(call) or _saves(call) for call in calls):
+        return False
+    scopes: Dict[int, Tuple[nodes.NodeNG, List[nodes.Call]]] = {}
+    for call in backwards:
+        scope = loops.enclosing_function(call) or call.root()
+        scopes.setdefault(id(scope), (scope, []))[1].append(call)
+    for scope, own in scopes.values():
+        if any(not _counting(loop) for call in own for loop in loops.enclosing_loops(call)):
+            return False  # a loop over batches, a parameter, a list: data
+        trained: Set[str] = set()
+        for call in own:
+            if not isinstance(call.func, nodes.Attribute) or not made_up_inputs(call.func.expr, trained):
+                return False
+        if reads_trained(scope, trained, own):
+            return False
+    return True
+
+
+def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None) -> bool:
+    """Every input ``expr`` (a loss) is computed from is a tensor a factory makes in the file
+    (``evaluation.dummy_input``'s factories: ``torch.randn``, ``torch.ones``...), and there is one:
+    names are followed through their assignments; modules, torch functions, tensor methods and custom
+    autograd ops compute from their arguments; a constant or a counter of a counting loop is no data.
+    A parameter, a loop over anything else, a file's tensor (``torch.load``, ``reads_data``) or any other
+    call (``env.step(action)``, ``next(batches)``, a helper) may bring data: False.  ``names`` collects
+    the texts of the names and modules read on the way (what is trained)."""
+    seen: Set[int] = set()
+    pending: List[nodes.NodeNG] = [expr]
+    made_up = False
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if len(seen) > MAX_TRACED:
+            return False
+        if isinstance(node, nodes.Call) and infer.dotted_name(node.func) in TENSOR_FACTORIES:
+            made_up = True  # ``torch.randn(N, D_in)``, the factories of ``evaluation.dummy_input``
+            continue
+        inputs = _inputs_of(node, names)
+        if inputs is None:
+            return False
+        pending.extend(inputs)
+    return made_up
+
+
+def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[nodes.NodeNG]]:
+    """What ``node``'s value is computed from, or None when it may bring data."""
+    if isinstance(node, nodes.Const):
+        return []
+    if isinstance(node, nodes.Name):
+        if names is not None:
+            names.add(node.name)
+        values = dataflow.assigned_values(node, unpack=True)
+        if values:
+            return list(values)
+        return [] if _counter(node) else None
+    if isinstance(node, nodes.Call):
+        if reads_data(node) or (infer.dotted_name(node.func) or "") in TORCH_READS:
+            return None
+        arguments = list(node.args) + [keyword.value for keyword in node.keywords or ()]
+        func = node.func
+        if _computes_from_arguments(func):
+            if names is not None and infer.is_instance_of(func, MODULE_BASES):
+                names.add(dataflow.binding_text(func))  # the module trained
+            return arguments
+        if isinstance(func, nodes.Attribute):
+            if infer.is_instance_of(func.expr, MODULE_BASES):
+                if names is not None:
+                    names.add(dataflow.binding_text(func.expr))
+                return arguments  # ``model.forward(x)``
+            return [func.expr] + arguments  # a tensor method: ``x.mm(w1).clamp(min=0)``
+        return None
+    if isinstance(node, (nodes.BinOp, nodes.UnaryOp, nodes.Subscript, nodes.Tuple, nodes.List, nodes.Attribute,
+                         nodes.Starred, nodes.Slice)):
+        return list(node.get_children())
+    return None
+
+
+def _computes_from_arguments(func: nodes.NodeNG) -> bool:
+    """A module instance (``model``, ``loss_fn``), a torch function (``F.mse_loss``) or a custom
+    autograd op's ``apply``."""
+    if not isinstance(func, (nodes.Name, nodes.Attribute)):
+        return False
+    if infer.is_instance_of(func, MODULE_BASES):
+        return True
+    if (infer.dotted_name(func) or infer.qname(func) or "").startswith("torch."):
+        return True
+    value = infer.safe_infer(func)
+    klass = value.parent.frame() if isinstance(value, (nodes.FunctionDef,)) and value.parent else None
+    if klass is None and hasattr(value, "_proxied"):
+        method = getattr(value, "_proxied", None)
+        klass = method.parent.frame() if isinstance(method, nodes.FunctionDef) and method.parent else None
+    return isinstance(klass, nodes.ClassDef) and infer.class_is_subclass_of(klass, AUTOGRAD_FUNCTIONS)
+
+
+def _counter(name: nodes.Name) -> bool:
+    """``name`` is the target of a loop that only counts (``for t in range(500)``)."""
+    for loop in loops.enclosing_loops(name):
+        if isinstance(loop, nodes.For) and isinstance(loop.target, nodes.AssignName) and loop.target.name == name.name:
+            return _counting(loop)
+    return False
+
+
+def _saves(call: nodes.Call) -> bool:
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    if (infer.dotted_name(call.func) or infer.callee_qname(call) or "") in SAVING_FUNCTIONS:
+        return True
+    return infer.method_name(call) in SAVING_METHODS
+
+
 def _own(scope: nodes.NodeNG, klass: type) -> List[nodes.NodeNG]:
     """Nodes of ``klass`` in ``scope``'s own code (nested functions and classes left out)."""
     skip = (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)
@@ -528,12 +661,24 @@ def _results_read(scope: nodes.NodeNG, forwards: List[nodes.Call], backwards: Li
         if any(name is receiver or loops.inside(name, receiver) for receiver in differentiated):
             continue  # ``loss.backward()``, ``scaler.scale(loss).backward()``
         return True
-    trained = {dataflow.binding_text(call.func) for call in forwards}
-    last = max(call.lineno for call in backwards)
+    return reads_trained(scope, {dataflow.binding_text(call.func) for call in forwards}, backwards)
+
+
+def reads_trained(scope: nodes.NodeNG, trained: Set[str], backwards: List[nodes.Call]) -> bool:
+    """``scope`` reads what it trains once training is over: a value named in ``trained`` (receiver
+    texts: the trained module, a weight tensor) read after the last of ``backwards`` and after the loop
+    that repeats it (evaluated, printed, saved or returned), and not only used to train."""
+    last = max(_training_end(call) for call in backwards)
     for node in _own(scope, (nodes.Name, nodes.Attribute)):  # type: ignore[arg-type]
         if node.lineno > last and dataflow.binding_text(node) in trained:
             return True
     return False
+
+
+def _training_end(backward: nodes.Call) -> int:
+    """The last line of the outermost loop of its function that repeats ``backward`` (its own line outside loops)."""
+    enclosing = loops.enclosing_loops(backward)
+    return enclosing[-1].tolineno if enclosing else backward.lineno
 
 
 def imported_by_project(module: nodes.Module) -> bool:
