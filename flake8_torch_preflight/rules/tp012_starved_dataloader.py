@@ -64,6 +64,13 @@ LIGHT = "light"
 #: real per-item work (a resize, a crop, an augmentation, a file read) is reported whatever the length.
 SHORT_RUN_EPOCHS = 10
 
+#: A loop that takes at most this many batches from a loader gains nothing from worker processes:
+#: the fix's pool of 4 workers, with the default prefetch_factor of 2, asks for 8 batches before the
+#: first one is used, so such a loop is over within a couple of rounds of that prefetch, while every
+#: run of the loop starts the pool again (a process per worker that receives a copy of the dataset,
+#: and re-imports the script where processes are spawned): fewer batches than the start amortises.
+FEW_BATCHES = 16
+
 #: Calls a ``__getitem__`` may make and still only index memory (building a tensor or a number from
 #: what ``__init__`` loaded, or drawing a random one); any other call is taken as per-item work
 #: that workers would take over.
@@ -125,7 +132,12 @@ class StarvedDataLoader(Rule):
         "be used in forked workers); collate functions that move batches to the GPU; files that never use "
         "CUDA; a loader read once before or after training (a final test pass, a next(iter(...)) to look at "
         "a batch, also once per epoch: one batch, which workers started for it would only delay), where "
-        "there is no training step for loading to overlap with; and a loader whose batches "
+        "there is no training step for loading to overlap with; a loader every loop of which stops after "
+        "at most 16 batches (islice(loader, 4), zip(range(4), loader), a break once a counter reaches a "
+        "number fixed in the source, such as a parameter's default: two sample translations printed each "
+        "epoch), since a pool of workers started for a few batches, every time the loop runs, costs more "
+        "than it saves (a bound read from the command line or a configuration may be large, and is reported); "
+        "and a loader whose batches "
         "reach no training loop and no evaluation of the trained model in the file (a test that only "
         "inspects the loader, prompts fed to an image pipeline, a helper module returning it to another "
         "file), unless it is never iterated here and is built beside a loader that feeds training (the "
@@ -220,6 +232,8 @@ class StarvedDataLoader(Rule):
         pin_only = not any("num_workers" in p for p in problems)
         if pin_only and not _copies_non_blocking(self._consumers.flows(node)):
             return  # pinning alone pays only for asynchronous copies: a blocking copy waits anyway
+        if _reads_few_batches(self._consumers.flows(node)):
+            return  # every loop over it stops after a few batches: a pool would cost more than it saves
         if not self._consumers.feeds_run(node):
             return  # batches reach no training or evaluation of the trained model here
         self.report(node, **_wording(problems, module))
@@ -338,6 +352,17 @@ def _dataset_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
             if infer.callee_qname(assign.value) in SPLITTERS and assign.value.args:
                 return [assign.value.args[0]]
     return None
+
+
+def _reads_few_batches(uses: "loader_use.Uses") -> bool:
+    """Every loop reading the loader iterates it in its header and stops within ``FEW_BATCHES``
+    iterations (``loops.iteration_bound``: ``islice(loader, 4)``, a ``break`` once a counter reaches
+    a fixed number), and no framework or imported function trains from it."""
+    reads = uses.training_loops + uses.other_loops
+    if not reads or uses.handed_to_training:
+        return False
+    headers = {id(loop) for loop in uses.headers}
+    return all(id(loop) in headers and loops.iteration_bound(loop, FEW_BATCHES) is not None for loop in reads)
 
 
 def _combine(found: List[object]) -> object:

@@ -1,12 +1,14 @@
-"""Loops around a node, the calls a loop makes each iteration, and the training loop."""
+"""Loops around a node, the calls a loop makes each iteration, the training loop, and how many items a loop takes."""
 from __future__ import annotations
 
+import itertools
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from astroid import nodes
+from astroid.exceptions import AstroidError
 
 from ..setup import brain
-from . import infer, memo
+from . import dataflow, infer, memo, static_values
 
 Loop = Union[nodes.For, nodes.While]
 
@@ -193,3 +195,230 @@ def loop_call_ids(loop: Loop, helper_depth: int = 2) -> FrozenSet[int]:
 
 _LOOP_CALLS: "Dict[Tuple[nodes.NodeNG, int], List[nodes.Call]]" = memo.per_file()
 _LOOP_CALL_IDS: "Dict[Tuple[nodes.NodeNG, int], FrozenSet[int]]" = memo.per_file()
+
+
+#: Wrappers that read their whole argument before yielding anything: a bound outside them does not
+#: limit what they take from it (``islice(list(loader), 4)`` reads the whole loader).
+CONSUMING_WRAPPERS = frozenset({"list", "tuple"})
+
+#: Largest number of value combinations tried for the names a ``break`` test reads (one per call site
+#: passing a different constant for a parameter).
+MAX_BOUND_COMBINATIONS = 16
+
+#: How many assignments and call sites a bound's name is followed through.
+MAX_BOUND_DEPTH = 4
+
+
+def iteration_bound(loop: Loop, limit: int) -> Optional[int]:
+    """The most items a ``for`` loop takes from its iterable, when that is certainly at most ``limit``;
+    None otherwise (a ``while`` loop, an unbounded or unknown loop, a bound above ``limit``).
+
+    A loop is bounded by its header, ``islice(x, k)`` (``k`` items of ``x``) or ``zip(range(k), x)``
+    (``k``, or ``k + 1`` for an argument zip reads before the range), through ``enumerate``/``tqdm``/
+    ``iter`` wrappers (``list(...)``/``tuple(...)`` inside the bound read everything), written there
+    or bound once to a name; or by a ``break`` under an ``if`` that runs every iteration (a statement
+    of the body, or of a ``with`` in it, with no ``continue`` of the loop anywhere) whose test compares
+    a counter that grows every iteration, the ``enumerate`` index or a ``count += 1`` started at a
+    constant beside the loop, with fixed numbers (``if count == num_examples: break``).  A fixed number
+    is a literal, or a name every assignment, in-file call site or default binds to one (a parameter's
+    default included); a value of the command line, a configuration object or anything computed is
+    not fixed, since a run may make it large."""
+    if not isinstance(loop, nodes.For):
+        return None
+    bounds = [b for b in (_header_bound(loop.iter), _break_bound(loop, limit)) if b is not None]
+    found = min(bounds) if bounds else None
+    return found if found is not None and found <= limit else None
+
+
+def _header_bound(iterable: nodes.NodeNG) -> Optional[int]:
+    if isinstance(iterable, nodes.Name):
+        values = dataflow.assigned_values(iterable)
+        if not values or len(values) != 1:
+            return None
+        iterable = values[0]
+    bound: Optional[int] = None
+    while isinstance(iterable, nodes.Call) and iterable.args:
+        name = infer.call_name(iterable)
+        if name not in ITERATION_WRAPPERS:
+            break
+        if name in CONSUMING_WRAPPERS:
+            bound = None  # read in full whatever takes items from it
+        elif name == "islice" and len(iterable.args) >= 2 and infer.qname(iterable.func) in (None, "itertools.islice"):
+            stop = _fixed_ints(iterable.args[2] if len(iterable.args) >= 3 else iterable.args[1], MAX_BOUND_DEPTH)
+            if stop is not None:
+                bound = max(stop) if bound is None else min(bound, max(stop))
+        elif name == "zip":
+            ranges = [_range_length(a) for a in iterable.args]
+            known = [r for r in ranges if r is not None]
+            if known:
+                shortest = min(known)
+                pulled = shortest if ranges[0] == shortest else shortest + 1
+                bound = pulled if bound is None else min(bound, pulled)
+            break  # which argument is the iterable asked about is not known here
+        iterable = iterable.args[0]
+    return bound
+
+
+def _range_length(expr: nodes.NodeNG) -> Optional[int]:
+    """How many numbers ``range(k)`` / ``range(a, b)`` yields, when its bounds are fixed."""
+    if not isinstance(expr, nodes.Call) or infer.call_name(expr) != "range" or not 1 <= len(expr.args) <= 2:
+        return None
+    if infer.qname(expr.func) not in (None, "builtins.range"):
+        return None
+    bounds = [_fixed_ints(a, MAX_BOUND_DEPTH) for a in expr.args]
+    if any(b is None or len(b) != 1 for b in bounds):
+        return None
+    values = [next(iter(b)) for b in bounds if b is not None]
+    return max(0, values[0] if len(values) == 1 else values[1] - values[0])
+
+
+def _fixed_ints(expr: nodes.NodeNG, depth: int) -> Optional[Set[int]]:
+    """The ints ``expr`` may hold when every one is fixed in the source (see ``iteration_bound``),
+    else None: a literal or arithmetic on literals (``static_values.evaluate``), or a name followed
+    through ``infer.bound_values`` (assignments; a parameter's call sites and default).  A module-level
+    name that ``exec``/``globals()`` may rewrite from the command line is not fixed."""
+    if isinstance(expr, nodes.Name):
+        if depth <= 0 or _rewritable_global(expr):
+            return None
+        values = infer.bound_values(expr)
+        if not values:
+            return None
+        found: Set[int] = set()
+        for value in values:
+            ints = _fixed_ints(value, depth - 1)
+            if ints is None:
+                return None
+            found |= ints
+        return found
+    if not all(isinstance(n, (nodes.Const, nodes.BinOp, nodes.UnaryOp)) for n in expr.nodes_of_class(nodes.NodeNG)):
+        return None
+    value = static_values.int_value(expr)
+    return {value.value} if value is not None else None
+
+
+def _rewritable_global(name: nodes.Name) -> bool:
+    try:
+        _, bindings = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return True
+    return any(isinstance(b.scope(), nodes.Module) and static_values.rewritten_later(b) for b in bindings)
+
+
+def _each_iteration(loop: nodes.For) -> List[nodes.NodeNG]:
+    """The statements every iteration of ``loop`` runs in order, until one leaves it: the body's,
+    with those of a ``with`` block in it."""
+    found: List[nodes.NodeNG] = []
+    pending = list(loop.body)
+    while pending:
+        statement = pending.pop(0)
+        found.append(statement)
+        if isinstance(statement, nodes.With):
+            pending[:0] = statement.body
+    return found
+
+
+def _break_bound(loop: nodes.For, limit: int) -> Optional[int]:
+    """The iteration at which a ``break`` under a test of a counter against fixed numbers is taken
+    (see ``iteration_bound``), when that is at most ``limit``; None otherwise."""
+    if any(innermost(c) is loop for c in loop.nodes_of_class(nodes.Continue)):
+        return None  # an iteration may skip the test
+    statements = _each_iteration(loop)
+    counters = _counters(loop, statements)
+    if not counters:
+        return None
+    found: Optional[int] = None
+    for position, statement in enumerate(statements):
+        if not isinstance(statement, nodes.If) or not any(isinstance(s, nodes.Break) for s in statement.body):
+            continue
+        stop = _stopping_iteration(statement.test, counters, position, limit)
+        if stop is not None:
+            found = stop if found is None else min(found, stop)
+    return found
+
+
+#: A counter: its value before the loop's first iteration, what it grows by, and the position (among
+#: ``_each_iteration``'s statements) of its increment (-1: it grows in the header, ``enumerate``).
+_Counter = Tuple[int, int, int]
+
+
+def _counters(loop: nodes.For, statements: List[nodes.NodeNG]) -> Dict[str, _Counter]:
+    """Names that grow by a fixed step every iteration and are bound nowhere else in the loop: the
+    index of ``for i, x in enumerate(...)`` (from its fixed ``start``), and a name incremented by a
+    statement of ``_each_iteration`` (``count += 1``) whose only other binding is a fixed int assigned
+    before the loop, in the same function and the same enclosing loops (reset for each run of it)."""
+    found: Dict[str, _Counter] = {}
+    iterable, target = loop.iter, loop.target
+    if (isinstance(iterable, nodes.Call) and infer.call_name(iterable) == "enumerate"
+            and infer.qname(iterable.func) in (None, "builtins.enumerate")
+            and isinstance(target, nodes.Tuple) and target.elts and isinstance(target.elts[0], nodes.AssignName)):
+        start_node = infer.argument(iterable, "start", 1)
+        start = {0} if start_node is None else _fixed_ints(start_node, MAX_BOUND_DEPTH)
+        if start is not None and len(start) == 1:
+            found[target.elts[0].name] = (next(iter(start)) - 1, 1, -1)
+    for position, statement in enumerate(statements):
+        if isinstance(statement, nodes.AugAssign) and statement.op == "+=":
+            step = _fixed_ints(statement.value, 0)
+            if isinstance(statement.target, nodes.AssignName) and step is not None and len(step) == 1:
+                initial = _initial_value(loop, statement.target)
+                if initial is not None and next(iter(step)) > 0:
+                    found[statement.target.name] = (initial, next(iter(step)), position)
+    for name in list(found):
+        bound_in_loop = [
+            n for n in loop.nodes_of_class(nodes.AssignName)
+            if n.name == name and not (isinstance(n.parent, nodes.AugAssign) and n.parent in statements)
+            and not (found[name][2] == -1 and n.parent is loop.target)
+        ]
+        if bound_in_loop or sum(isinstance(s, nodes.AugAssign) and s.target.as_string() == name
+                                for s in statements) > 1:
+            del found[name]
+    return found
+
+
+def _initial_value(loop: nodes.For, counter: nodes.AssignName) -> Optional[int]:
+    scope = counter.scope()
+    others = [
+        n for n in scope.nodes_of_class(nodes.AssignName)
+        if n.name == counter.name and n is not counter and n.scope() is scope
+    ]
+    if len(others) != 1 or not isinstance(others[0].parent, nodes.Assign):
+        return None
+    assign = others[0].parent
+    if assign.lineno >= loop.lineno or enclosing_loops(assign) != enclosing_loops(loop):
+        return None
+    value = _fixed_ints(assign.value, 0)
+    return next(iter(value)) if value is not None and len(value) == 1 else None
+
+
+def _stopping_iteration(test: nodes.NodeNG, counters: Dict[str, _Counter], position: int, limit: int) -> Optional[int]:
+    """The first iteration (1-based) at which ``test`` holds, for every value the fixed names it reads
+    may have, when that is at most ``limit``; the names that are not fixed are unknown to it."""
+    if not all(isinstance(n, (nodes.Name, nodes.Const, nodes.Compare, nodes.BinOp, nodes.UnaryOp, nodes.BoolOp))
+               for n in test.nodes_of_class(nodes.NodeNG)):
+        return None  # an attribute, a subscript, a call: read at run time
+    names = {n.name for n in test.nodes_of_class(nodes.Name)}
+    if not names & set(counters):
+        return None
+    fixed: Dict[str, List[object]] = {}
+    for name in names - set(counters):
+        use = next(n for n in test.nodes_of_class(nodes.Name) if n.name == name)
+        values = _fixed_ints(use, MAX_BOUND_DEPTH)
+        # a name that is not fixed is unknown to the test (``or`` may still be decided without it)
+        fixed[name] = [static_values.UNKNOWN] if values is None else sorted(values)
+    combinations = list(itertools.islice(itertools.product(*fixed.values()), MAX_BOUND_COMBINATIONS + 1))
+    if len(combinations) > MAX_BOUND_COMBINATIONS:
+        return None
+    latest = 0
+    for combination in combinations:
+        env: Dict[str, object] = dict(zip(fixed, combination))
+        stop = None
+        for iteration in range(1, limit + 1):
+            for name, (initial, step, grown_at) in counters.items():
+                grown = iteration if grown_at < position else iteration - 1
+                env[name] = initial + step * grown
+            if static_values.truth(test, env):
+                stop = iteration
+                break
+        if stop is None:
+            return None
+        latest = max(latest, stop)
+    return latest

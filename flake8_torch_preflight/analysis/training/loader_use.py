@@ -87,6 +87,9 @@ class Uses:
         self.bindings: List[nodes.NodeNG] = []  # names / self.attrs the value was bound to
         #: Read with ``next(iter(value))`` where no training step runs per read: a batch to look at.
         self.sampled = False
+        #: The loops (of ``training_loops`` and ``other_loops``) whose ``for`` header iterates the value
+        #: (``for x in enumerate(value)``), not loops that draw from it with ``next()``.
+        self.headers: List[loops.Loop] = []
 
 
 def uses_of(value: nodes.NodeNG, depth: int = MAX_DEPTH, through_prepare: bool = False) -> Uses:
@@ -129,6 +132,7 @@ def _flow(
         if isinstance(parent, (nodes.For, nodes.Comprehension)) and child is parent.iter:
             if isinstance(parent, nodes.For):
                 _classify(parent, uses, via)
+                uses.headers.append(parent)
             return
         if isinstance(parent, nodes.Keyword):
             child, parent = parent, parent.parent

@@ -1,0 +1,97 @@
+"""``analysis.semantic.loops.iteration_bound``: how many items a ``for`` loop takes from its iterable
+at most, when that is a small number fixed in the source.  Each case is a small file whose last
+loop is asked about (with a limit of 16)."""
+from __future__ import annotations
+
+import textwrap
+from typing import Optional
+
+import pytest
+from astroid import nodes
+
+from flake8_torch_preflight.analysis.semantic import loops
+from flake8_torch_preflight.analysis.setup.build import build_module
+
+LIMIT = 16
+
+
+def _bound(source: str) -> Optional[int]:
+    module = build_module(textwrap.dedent(source), "/tmp/tp_queries_loops_case.py")
+    loop = list(module.nodes_of_class((nodes.For, nodes.While)))[-1]
+    return loops.iteration_bound(loop, LIMIT)
+
+
+BOUNDED = [
+    # a counter incremented before the test, against a parameter's default
+    ("def show(data, num_examples=2):\n"
+     "    count = 0\n"
+     "    with open('f') as f:\n"
+     "        for x in data:\n"
+     "            count += 1\n"
+     "            print(x)\n"
+     "            if count == num_examples:\n"
+     "                break\n"
+     "show([1, 2, 3])\n", 2),
+    # a counter incremented after the test: the break comes one item later
+    ("count = 0\nfor x in data:\n    if count >= 2:\n        break\n    count += 1\n", 3),
+    # the enumerate index, with and without a start, against an in-file call site's constant
+    ("def show(data, k):\n    for i, x in enumerate(data):\n        if i + 1 == k:\n            break\n"
+     "show(d, 4)\n", 4),
+    ("for i, x in enumerate(data, 1):\n    if i >= 5:\n        break\n", 5),
+    ("for i, x in enumerate(data):\n    if i > 5:\n        break\n", 7),
+    # call sites passing different constants: the larger one bounds
+    ("def show(data, k):\n    for i, x in enumerate(data):\n        if i >= k:\n            break\n"
+     "show(d, 2)\nshow(d, 6)\n", 7),
+    # a module-level constant and arithmetic on literals
+    ("SHOWN = 2 * 3\nfor i, x in enumerate(data):\n    if i == SHOWN:\n        break\n", 7),
+    # one known test of an ``or`` decides
+    ("for i, x in enumerate(data):\n    if i == 3 or x is None:\n        break\n", 4),
+    # the header: islice, zip with a range, through wrappers and a name bound once
+    ("import itertools\nfor x in itertools.islice(data, 4):\n    pass\n", 4),
+    ("from itertools import islice\nfor i, x in enumerate(islice(data, 1, 5)):\n    pass\n", 5),
+    ("it = iter(islice(data, 3))\nfor x in it:\n    pass\n", 3),
+    ("for _, x in zip(range(3), data):\n    pass\n", 3),
+    ("for x, _ in zip(data, range(3)):\n    pass\n", 4),
+    ("from itertools import islice\nfor x in islice(data, 100):\n    if x:\n        pass\n", None),
+]
+
+UNBOUNDED = [
+    "for x in data:\n    pass\n",
+    "while True:\n    break\n",
+    # a bound read from the command line, a configuration, an attribute or a call
+    "import argparse\np = argparse.ArgumentParser()\np.add_argument('--n', type=int, default=2)\n"
+    "args = p.parse_args()\nfor i, x in enumerate(data):\n    if i >= args.n:\n        break\n",
+    "cfg = {'n': 2}\nn = cfg['n']\nfor i, x in enumerate(data):\n    if i >= n:\n        break\n",
+    "for i, x in enumerate(data):\n    if i >= len(data) // 2:\n        break\n",
+    # a parameter with no call site in sight, or one call site out of reach
+    "def show(data, k):\n    for i, x in enumerate(data):\n        if i >= k:\n            break\n",
+    "def show(data, k):\n    for i, x in enumerate(data):\n        if i >= k:\n            break\n"
+    "show(d, 2)\nshow(d, args.k)\n",
+    # a large bound
+    "for i, x in enumerate(data):\n    if i >= 10000:\n        break\n",
+    "import itertools\nfor x in itertools.islice(data, 10000):\n    pass\n",
+    # a test that may be skipped: under a condition, after a continue
+    "for i, x in enumerate(data):\n    if x:\n        if i >= 2:\n            break\n",
+    "for i, x in enumerate(data):\n    if x:\n        continue\n    if i >= 2:\n        break\n",
+    # an ``and`` with an unknown side, a counter grown conditionally or reset in the loop
+    "for i, x in enumerate(data):\n    if i >= 2 and x:\n        break\n",
+    "count = 0\nfor x in data:\n    if x:\n        count += 1\n    if count == 2:\n        break\n",
+    "count = 0\nfor x in data:\n    count += 1\n    if x:\n        count = 0\n    if count == 2:\n        break\n",
+    # a counter started outside an enclosing loop: == may be passed by the next run
+    "count = 0\nfor epoch in range(3):\n    for x in data:\n        count += 1\n        if count == 2:\n"
+    "            break\n",
+    # list() reads everything before islice takes from it
+    "import itertools\nfor x in itertools.islice(list(data), 4):\n    pass\n",
+    # a zip without a range
+    "for x, y in zip(data, other):\n    pass\n",
+]
+
+
+@pytest.mark.parametrize("source, expected", BOUNDED)
+def test_a_loop_that_stops_after_a_few_items(source: str, expected: Optional[int]) -> None:
+    assert _bound(source) == expected
+
+
+@pytest.mark.parametrize("source", UNBOUNDED)
+def test_a_loop_with_no_small_fixed_bound(source: str) -> None:
+    assert _bound(source) is None
