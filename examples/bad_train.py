@@ -41,7 +41,8 @@ class Classifier(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab, width)
         self.blocks = nn.ModuleList(
-            [nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)) for _ in range(depth)]
+            [nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Dropout(0.1), nn.Linear(4 * width, width))
+             for _ in range(depth)]
         )
         self.norm = nn.LayerNorm(width)
         self.head = nn.Linear(width, n_classes)

@@ -980,7 +980,7 @@ def test_examples_bad_train(tmp_path: Path) -> None:
     run = extract.read_run(str(path))
     assert run.params == 1_205_026_826  # torch's count for Classifier() (tests/test_param_count.py)
     assert (run.batch_size, run.optimizer, run.sharding) == (64, "adamw", "ddp")
-    assert run.sources["params"] == "bad_train.py:124"
+    assert run.sources["params"] == "bad_train.py:125"
 
 
 # ============================================================ run-time overrides, placement
