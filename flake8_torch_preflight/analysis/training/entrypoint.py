@@ -263,8 +263,8 @@ def trains(calls: List[nodes.Call]) -> bool:
 
 def _fits(calls: List[nodes.Call]) -> bool:
     for call in calls:
-        if infer.call_name(call) in TRAINING_CALLS:
-            return True
+        if infer.call_name(call) in TRAINING_CALLS and infer.dotted_name(call.func) is None:
+            return True  # a trainer object's fit; ``ImageOps.fit(img, size)`` names a module's function
         if infer.method_name(call) == "train" and not call.args and not call.keywords:
             if not infer.is_instance_of(call.func.expr, MODULE_BASES):  # type: ignore[union-attr]
                 return True
