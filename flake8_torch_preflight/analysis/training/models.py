@@ -528,7 +528,8 @@ def _built_in(func: nodes.FunctionDef, constructing: bool, plain: bool, depth: i
 
 def _call_mode(call: nodes.Call, constructing: bool, plain: bool, depth: int, seen: set) -> Optional[bool]:
     func = call.func
-    if isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Call) and infer.call_name(func.expr) == "super":
+    receiver = func.expr if isinstance(func, nodes.Attribute) else None
+    if isinstance(receiver, nodes.Call) and infer.call_name(receiver) == "super":
         return False  # ``super().__init__(...)``: the base classes are read on their own
     callee = infer.safe_infer(func)
     if isinstance(callee, nodes.ClassDef):
