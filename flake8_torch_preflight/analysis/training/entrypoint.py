@@ -29,7 +29,6 @@ from astroid import nodes
 from ..semantic import dataflow, infer, loops, memo
 from . import device, evaluation, frameworks, gradients
 from .modes import calls_in_order
-from .param_count import TENSOR_FACTORIES
 from .torch_names import MODULE_BASES
 
 #: How deep helper functions are expanded (main -> train -> train_epoch -> step).
@@ -499,7 +498,7 @@ def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None) -> bool
         seen.add(id(node))
         if len(seen) > MAX_TRACED:
             return False
-        if isinstance(node, nodes.Call) and infer.dotted_name(node.func) in TENSOR_FACTORIES:
+        if evaluation.factory_call(node):
             made_up = True  # ``torch.randn(N, D_in)``, the factories of ``evaluation.dummy_input``
             continue
         inputs = _inputs_of(node, names)

@@ -33,6 +33,7 @@ from ..semantic import dataflow, infer, loops
 from . import device, grad, models, modes, origins, param_count
 from .models import SELF_RETURNING_METHODS as _SELF_RETURNING
 from .param_count import TENSOR_FACTORIES
+from .torch_names import VARIABLE
 
 #: Words of a function name that make it an evaluation or inference function.
 EVAL_FUNCTION_WORDS = frozenset(
@@ -401,7 +402,7 @@ def dummy_input(call: nodes.Call) -> bool:
     """Every argument of the forward is a tensor built in place by a factory (``torch.ones(1, 3, 64, 64)``,
     moved or cast): a warm-up or a shape probe, not data."""
     arguments = _arguments(call)
-    return bool(arguments) and all(_always(a, _factory_call) for a in arguments)
+    return bool(arguments) and all(_always(a, factory_call) for a in arguments)
 
 
 def discarded(call: nodes.Call) -> bool:
@@ -414,9 +415,8 @@ def discarded(call: nodes.Call) -> bool:
     return target is not None and not dataflow.name_uses(target)
 
 
-#: The pre-0.4 autograd wrapper.  ``Variable(x, volatile=True)`` switched autograd off for every
-#: operation reading it, the way ``no_grad`` does since 0.4 (which ignores ``volatile``).
-VARIABLE = "torch.autograd.Variable"
+# ``Variable(x, volatile=True)`` (torch_names.VARIABLE) switched autograd off for every operation
+# reading it, the way ``no_grad`` does since 0.4 (which ignores ``volatile``).
 
 
 def volatile_input(call: nodes.Call) -> bool:
@@ -430,7 +430,8 @@ def _arguments(call: nodes.Call) -> List[nodes.NodeNG]:
     return list(call.args) + [kw.value for kw in call.keywords or ()]
 
 
-def _factory_call(expr: nodes.NodeNG) -> bool:
+def factory_call(expr: nodes.NodeNG) -> bool:
+    """``expr`` builds a tensor in place from a shape (``torch.randn(N, D)``, ``torch.ones(...)``)."""
     return isinstance(expr, nodes.Call) and infer.dotted_name(expr.func) in TENSOR_FACTORIES
 
 

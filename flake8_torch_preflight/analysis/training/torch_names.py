@@ -85,3 +85,7 @@ MODE_FREE_LAYERS = frozenset(
         "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "Upsample", "PixelShuffle", "ZeroPad2d",
     )
 )
+
+#: The pre-0.4 autograd wrapper (``Variable(x)``; since 0.4 it returns ``x``, on the same device).
+#: Matched by its import path (``infer.dotted_name``): the stubs do not define it.
+VARIABLE = "torch.autograd.Variable"

@@ -16,7 +16,7 @@ from astroid import nodes
 from ...analysis.semantic import branches, dataflow, infer, loops
 from ...analysis.training import device, origins, training_step
 from . import invariance
-from ...analysis.training.torch_names import DATALOADERS, MODULE_BASES
+from ...analysis.training.torch_names import DATALOADERS, MODULE_BASES, VARIABLE
 from .._base import Rule, register, text_gate
 
 #: Methods that move a receiver to the device (``.cpu()`` is a download, see ``device.transfer_target``).
@@ -31,10 +31,6 @@ DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy
 #: The other host factories: their values follow from their shape (and fill) arguments, so they can be
 #: built on the device with ``device=`` whatever those arguments are (a shape read from the batch too).
 SHAPE_FACTORIES = device.HOST_FACTORIES - RANDOM_FACTORIES - DATA_FACTORIES
-
-#: The pre-0.4 wrapper that returns its tensor argument (on the same device).  Matched by its import
-#: path (``infer.dotted_name``): the stubs do not define it, so inference of old code is unchanged.
-VARIABLE_WRAPPER = "torch.autograd.Variable"
 
 #: What the message says happens to the value, and the fix, by case.
 RESENT = "is re-sent to the device each iteration unchanged"
@@ -321,7 +317,7 @@ def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
     names it, else None."""
     while isinstance(expr, nodes.Call) and infer.method_name(expr) in origins.SHAPE_METHODS:
         expr = expr.func.expr  # type: ignore[union-attr]  # ``torch.arange(b).view(-1, 1)``: still on the host
-    if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE_WRAPPER:
+    if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE:
         expr = expr.args[0]  # ``Variable(torch.zeros(...), requires_grad=True)`` wraps the same host tensor
     if not isinstance(expr, nodes.Call):
         return None
