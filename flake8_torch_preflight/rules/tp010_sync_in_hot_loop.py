@@ -1,7 +1,6 @@
 """TP010 sync-in-hot-loop: a host-device sync run once per element inside the training step."""
 from __future__ import annotations
 
-from typing import Optional
 
 from astroid import nodes
 
@@ -11,12 +10,6 @@ from ._base import Rule, register, text_gate
 
 #: Tensor methods that download a value and so wait for the GPU queue (``device.SYNC_METHODS``).
 SYNC_METHODS = device.SYNC_METHODS
-
-#: Builtins that read a tensor's value on the host (``float(t)`` is ``t.item()``).
-SYNC_BUILTINS = device.SYNC_BUILTINS
-
-#: Explicit waits for the device, a stream or an event.
-SYNC_FUNCTIONS = device.SYNC_FUNCTIONS
 
 _SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
 
@@ -84,7 +77,7 @@ class SyncInHotLoop(Rule):
             return
         if not device.uses_cuda(node.root()):
             return  # no device to wait for (computed once per file)
-        sync = _sync_text(node)
+        sync = device.sync_text(node)
         if sync is None:
             return
         loop = training_step.per_element_loop(node)
@@ -95,28 +88,6 @@ class SyncInHotLoop(Rule):
         self.report(node, sync=sync, loop=_loop_text(loop))
 
 
-def _sync_text(call: nodes.Call) -> Optional[str]:
-    """How the message names the sync, or None when ``call`` is not a sync on a device value."""
-    func = call.func
-    if isinstance(func, nodes.Attribute) and func.attrname in SYNC_METHODS:
-        receiver = func.expr
-        if _already_on_host(receiver) or not device.is_tensor(receiver):
-            return None
-        return ".{}()".format(func.attrname)
-    if isinstance(func, nodes.Name) and func.name in ("float", "int", "bool"):
-        if len(call.args) != 1 or call.keywords or infer.qname(func) not in SYNC_BUILTINS:
-            return None
-        arg = call.args[0]
-        if _already_on_host(arg) or not device.is_tensor(arg):
-            return None
-        return "{}(tensor)".format(func.name)
-    if infer.call_name(call) == "synchronize" or isinstance(func, nodes.Name):
-        name = infer.callee_qname(call)
-        if name in SYNC_FUNCTIONS:
-            return "{}()".format(name)
-    return None
-
-
 def _inside_loop_or_comprehension(node: nodes.NodeNG) -> bool:
     """Structural pre-check: some loop or comprehension of the same function encloses ``node``."""
     parent = node.parent
@@ -125,12 +96,6 @@ def _inside_loop_or_comprehension(node: nodes.NodeNG) -> bool:
             return True
         parent = parent.parent
     return False
-
-
-def _already_on_host(expr: nodes.NodeNG) -> bool:
-    """The value was downloaded already (``x.cpu().numpy()``: only the ``.cpu()`` syncs) or
-    provably never left the host (``torch.randperm(n)[i].item()``)."""
-    return device.is_host_value(expr)
 
 
 def _evaluation(node: nodes.NodeNG) -> bool:

@@ -457,3 +457,27 @@ def _classify_string(value: object) -> Optional[str]:
     if kind in ACCELERATOR_DEVICE_TYPES:
         return "accelerator"
     return None
+
+
+def sync_text(call: nodes.Call) -> Optional[str]:
+    """``call`` makes the host wait for the device (``.item()`` on a device tensor, ``float(t)``,
+    ``torch.cuda.synchronize()``): how a message names it (``.item()``), else None.  A value provably
+    on the host (``is_host_value``) makes no wait."""
+    func = call.func
+    if isinstance(func, nodes.Attribute) and func.attrname in SYNC_METHODS:
+        receiver = func.expr
+        if is_host_value(receiver) or not is_tensor(receiver):
+            return None
+        return ".{}()".format(func.attrname)
+    if isinstance(func, nodes.Name) and func.name in ("float", "int", "bool"):
+        if len(call.args) != 1 or call.keywords or infer.qname(func) not in SYNC_BUILTINS:
+            return None
+        arg = call.args[0]
+        if is_host_value(arg) or not is_tensor(arg):
+            return None
+        return "{}(tensor)".format(func.name)
+    if infer.call_name(call) == "synchronize" or isinstance(func, nodes.Name):
+        name = infer.callee_qname(call)
+        if name in SYNC_FUNCTIONS:
+            return "{}()".format(name)
+    return None

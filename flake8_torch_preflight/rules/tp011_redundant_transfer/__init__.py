@@ -39,8 +39,8 @@ MOVE = "move it before the loop"
 BUILD_THERE = "pass {}"
 
 #: torch functions and tensor methods whose output size depends on the values: the host waits for the
-#: device to learn it.  With ``device.SYNC_METHODS`` / ``SYNC_BUILTINS`` / ``SYNC_FUNCTIONS`` (reads of
-#: a value, explicit waits) they are the calls that block the host (``blocks_host``).
+#: device to learn it.  With ``device.sync_text``'s calls (reads of a value, explicit waits) they are
+#: the calls that block the host (``blocks_host``).
 #: (Only names the stubs define; ``torch.masked_select`` / ``argwhere`` as functions are not there yet.)
 SIZE_SYNC_FUNCTIONS = frozenset({"torch.unique", "torch.nonzero"})
 SIZE_SYNC_METHODS = frozenset({"unique", "nonzero", "masked_select", "argwhere", "unique_consecutive"})
@@ -241,19 +241,15 @@ def _cost(transfer: nodes.Call, cost: str) -> str:
 
 
 def blocks_host(call: nodes.Call) -> bool:
-    """``call`` makes the host wait for the device: it reads a device value (``.item()``,
-    ``float(t)``), waits explicitly (``torch.cuda.synchronize()``) or returns a tensor whose size
-    depends on the values (``torch.unique``, ``masked_select``, ``nonzero``).  A value provably on
-    the host (``device.is_host_value``) makes no wait."""
-    name = infer.callee_qname(call) or infer.dotted_name(call.func)
-    if name in device.SYNC_FUNCTIONS:
+    """``call`` makes the host wait for the device: a read of a device value or an explicit wait
+    (``device.sync_text``), or an op whose output size depends on the values (``torch.unique``,
+    ``masked_select``, ``nonzero``) on a value not provably on the host."""
+    if device.sync_text(call) is not None:
         return True
-    if name in SIZE_SYNC_FUNCTIONS:
-        return bool(call.args) and not device.is_host_value(call.args[0])
-    if name in device.SYNC_BUILTINS:
-        return len(call.args) == 1 and device.is_tensor(call.args[0]) and not device.is_host_value(call.args[0])
     func = call.func
-    if isinstance(func, nodes.Attribute) and func.attrname in device.SYNC_METHODS | SIZE_SYNC_METHODS:
+    if (infer.callee_qname(call) or infer.dotted_name(func)) in SIZE_SYNC_FUNCTIONS:
+        return bool(call.args) and not device.is_host_value(call.args[0])
+    if isinstance(func, nodes.Attribute) and func.attrname in SIZE_SYNC_METHODS:
         return device.is_tensor(func.expr) and not device.is_host_value(func.expr)
     return False
 
