@@ -216,6 +216,28 @@ def test_bound_values_keyword_beats_position_and_kwargs_order() -> None:
     assert _bound("def f(a, b):\n    probe(b)\nf(1, 2, **kw)\n") == ["2"]  # given by position: not in **kw
 
 
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        # torch.multiprocessing.spawn calls fn(rank, *args): the rank is the launcher's own value
+        ("import torch.multiprocessing as mp\ndef w(rank, n, cfg):\n    probe(cfg)\n"
+         "mp.spawn(w, nprocs=2, args=(2, 'a'))\nw(0, 1, 'b')\n", ["'b'", "'a'"]),  # calls, then launches
+        ("import torch.multiprocessing as mp\ndef w(rank, n, cfg):\n    probe(rank)\n"
+         "mp.spawn(w, args=(2, 'a'))\n", None),
+        # Process(target=f, args=..., kwargs=...) calls f(*args, **kwargs)
+        ("import multiprocessing\ndef w(n, cfg=None):\n    probe(cfg)\n"
+         "multiprocessing.Process(target=w, args=(1,), kwargs={'cfg': 3}).start()\n", ["3"]),
+        # arguments not written out: not in sight
+        ("import torch.multiprocessing as mp\ndef w(rank, n, cfg):\n    probe(cfg)\n"
+         "mp.spawn(w, args=extra)\n", None),
+        # a launcher this analysis does not know hands it on out of sight
+        ("def w(rank, n, cfg):\n    probe(cfg)\nw(0, 1, 'b')\nlaunch(w, args=(2, 'a'))\n", None),
+    ],
+)
+def test_bound_values_through_a_process_launch(source: str, expected: Optional[list]) -> None:
+    assert _bound(source) == expected
+
+
 # -- a micro-batch loop bounded by a counter, its step in the caller --------------------------------
 
 _COUNTED = """\

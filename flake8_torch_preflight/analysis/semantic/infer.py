@@ -8,7 +8,7 @@ changed.
 from __future__ import annotations
 
 import itertools
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
@@ -317,7 +317,9 @@ def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     ``name`` is not such a parameter, when the function has no call site in the file, when one is
     opaque for this parameter (``*args`` at or before its position, ``**kwargs`` without its
     keyword, nothing passed and no default), or when the function is handed on as a value
-    (``map(f, xs)``, ``hook=self.on_step``): then some calls are not in sight.
+    (``map(f, xs)``, ``hook=self.on_step``): then some calls are not in sight.  A function handed
+    to a launcher whose way of calling it is known (``LAUNCH_CONVENTIONS``, filled by the layers
+    that know the library) counts as a call site with the arguments that launcher passes.
     """
     binding = dataflow.single_binding(name)
     if binding is None:
@@ -339,7 +341,13 @@ def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
         calls = _method_call_sites(func)
     else:
         calls = _calls_by_name(func.root()).get(func.name, [])
-    if not calls or _handed_on(func):
+    launches = []
+    for read in _value_reads(func):
+        launch = _launch_of(read)
+        if launch is None:
+            return None  # handed on where its calls cannot be seen
+        launches.append(launch)
+    if not calls and not launches:
         return None
     found: List[nodes.NodeNG] = []
     for call in calls:
@@ -350,7 +358,33 @@ def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
         if value is None:
             return None
         found.append(value)
+    for passed, named in launches:
+        value = named.get(name.name) if name.name in keywords else None
+        if value is None and name.name in positional and positional.index(name.name) < len(passed):
+            value = passed[positional.index(name.name)]
+        if value is None:
+            return None  # a value the launcher makes (a process rank), or one not passed
+        found.append(value)
     return found
+
+
+#: A launch: the arguments a launcher passes to the function it was handed, positional (None for a
+#: value the launcher makes itself, such as a worker's rank) and by keyword.
+Launch = Tuple[List[Optional[nodes.NodeNG]], Dict[str, nodes.NodeNG]]
+
+#: How launchers call the function they are handed (``Process(target=f, args=(a,))``): each entry
+#: takes the node that reads the function as a value and gives the launch, or None when that node is
+#: not handed to a launcher it knows.  Filled by the layers that know the libraries (this layer knows
+#: none), at their import.
+LAUNCH_CONVENTIONS: List[Callable[[nodes.NodeNG], Optional[Launch]]] = []
+
+
+def _launch_of(read: nodes.NodeNG) -> Optional[Launch]:
+    for convention in LAUNCH_CONVENTIONS:
+        launch = convention(read)
+        if launch is not None:
+            return launch
+    return None
 
 
 def _unbound_call(call: nodes.Call) -> bool:
@@ -413,6 +447,11 @@ def _handed_on(func: "nodes.FunctionDef | nodes.ClassDef") -> bool:
     as the callee of a call (``map(f, xs)``, ``register_hook(self.on_grad)``, ``Thread(target=worker)``,
     ``REGISTRY = {"mlp": MLP}``): it may be called where its call sites cannot be seen.  A class
     named as a base, in ``isinstance`` or in an annotation is not handed on."""
+    return bool(_value_reads(func))
+
+
+def _value_reads(func: "nodes.FunctionDef | nodes.ClassDef") -> List[nodes.NodeNG]:
+    """The nodes of its file that read ``func`` other than as a callee or a type (``_handed_on``)."""
     module = func.root()
     table = _READS.get(module)
     if table is None:
@@ -422,17 +461,18 @@ def _handed_on(func: "nodes.FunctionDef | nodes.ClassDef") -> bool:
                 continue
             table.setdefault(str(node.name if isinstance(node, nodes.Name) else node.attrname), []).append(node)
         _READS[module] = table
+    reads = []
     for node in table.get(func.name, ()):
         if isinstance(node, nodes.Name):
             try:
                 _, bindings = node.lookup(node.name)
             except (AstroidError, RecursionError):
-                return True
+                bindings = [func]  # cannot tell: taken as a read of ``func``
             if func in bindings:
-                return True
+                reads.append(node)
         elif isinstance(func, nodes.FunctionDef) and func.is_method() and function_def(node) is func:
-            return True
-    return False
+            reads.append(node)
+    return reads
 
 
 def _names_a_type(node: nodes.NodeNG) -> bool:

@@ -208,6 +208,36 @@ def _launch(call: nodes.Call) -> Optional[Tuple[str, Optional[nodes.NodeNG]]]:
     return None
 
 
+def _launched(read: nodes.NodeNG) -> Optional[infer.Launch]:
+    """How a process launch calls the function ``read`` hands it: ``mp.spawn(fn, args=(a, b))`` calls
+    ``fn(rank, a, b)``, ``Process(target=fn, args=(a,), kwargs={"k": v})`` calls ``fn(a, k=v)``.
+    None when ``read`` is not a launch's function, or its arguments are not written out."""
+    call = read.parent.parent if isinstance(read.parent, nodes.Keyword) else read.parent
+    launch = _launch(call) if isinstance(call, nodes.Call) else None
+    if launch is None or launch[1] is not read:
+        return None
+    spawned = launch[0] in ("spawn", "start_processes")
+    given = infer.argument(call, "args", 1 if spawned else 3)
+    passed: List[Optional[nodes.NodeNG]] = [None] if spawned else []  # spawn passes the rank first
+    if given is not None:
+        if not isinstance(given, (nodes.Tuple, nodes.List)) or any(isinstance(e, nodes.Starred) for e in given.elts):
+            return None
+        passed.extend(given.elts)
+    named: Dict[str, nodes.NodeNG] = {}
+    given = None if spawned else infer.argument(call, "kwargs", 4)
+    if given is not None:
+        if not isinstance(given, nodes.Dict):
+            return None
+        for key, value in given.items:
+            if not isinstance(key, nodes.Const) or not isinstance(key.value, str):
+                return None
+            named[key.value] = value
+    return passed, named
+
+
+infer.LAUNCH_CONVENTIONS.append(_launched)
+
+
 def _start_context(expr: nodes.NodeNG) -> Optional[nodes.Call]:
     """The ``multiprocessing.get_context(...)`` call that ``expr`` is, written there or bound once to its name."""
     if isinstance(expr, nodes.Name):
