@@ -290,6 +290,24 @@ def iter_calls(node: nodes.NodeNG) -> Iterator[nodes.Call]:
         stack.extend(reversed(children))
 
 
+def calls_in_order(node: nodes.NodeNG) -> Iterator[nodes.Call]:
+    """Calls under ``node`` in evaluation order (receiver and arguments first), not entering defs."""
+    stack: List[Tuple[nodes.NodeNG, bool]] = [(node, False)]
+    while stack:
+        current, ready = stack.pop()
+        if ready:
+            yield current  # type: ignore[misc]
+            continue
+        if isinstance(current, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+            continue
+        if isinstance(current, nodes.Call):
+            stack.append((current, True))
+            children = [current.func, *current.args, *(kw.value for kw in current.keywords or ())]
+        else:
+            children = list(current.get_children())
+        stack.extend((child, False) for child in reversed(children))
+
+
 _CALL_SITES: "Dict[nodes.Module, Dict[str, List[nodes.Call]]]" = memo.per_file()
 
 

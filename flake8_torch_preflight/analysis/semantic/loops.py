@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from astroid import nodes
 from astroid.exceptions import AstroidError
@@ -68,23 +68,39 @@ def body_nodes(loop: Loop) -> Iterator[nodes.NodeNG]:
     yield from loop.body
 
 
-def calls_in(statements: "List[nodes.NodeNG] | Iterator[nodes.NodeNG]", helper_depth: int = 2) -> List[nodes.Call]:
+def calls_in(
+    statements: "List[nodes.NodeNG] | Iterator[nodes.NodeNG]",
+    helper_depth: int = 2,
+    *,
+    callee: "Optional[Callable[[nodes.Call], Optional[nodes.FunctionDef]]]" = None,
+    expanded: Optional[Set[int]] = None,
+    as_run: bool = False,
+) -> List[nodes.Call]:
     """Calls made by ``statements``, plus calls inside helpers of this file they call.
 
     A helper is a function or method defined in the checked file that a call
-    resolves to (``self.optimizer_step()``, ``train_step(...)``); its body is
-    expanded up to ``helper_depth`` levels, each helper once.
+    resolves to (``self.optimizer_step()``, ``train_step(...)``; ``callee`` when given, for a
+    layer that knows more calls that run a body, such as constructors); its body is expanded up to
+    ``helper_depth`` levels, each helper once (``expanded``: the ids of functions not to expand,
+    shared by the caller across walks).  ``as_run``: the statements as they execute, calls in
+    evaluation order (``infer.calls_in_order``) and definitions skipped (a ``def`` runs nothing);
+    otherwise a nested definition's calls are counted with its enclosing statements (a closure
+    handed to ``optimizer.step(closure)`` runs in that loop).
     """
     found: List[nodes.Call] = []
-    seen: Set[int] = set()
+    seen: Set[int] = set() if expanded is None else expanded
+    resolve = local_helper if callee is None else callee
+    calls_of = infer.calls_in_order if as_run else infer.iter_calls
 
     def visit(stmts: "List[nodes.NodeNG] | Iterator[nodes.NodeNG]", depth: int) -> None:
         for stmt in stmts:
-            for call in infer.iter_calls(stmt):
+            if as_run and isinstance(stmt, (nodes.FunctionDef, nodes.ClassDef)):
+                continue
+            for call in calls_of(stmt):
                 found.append(call)
                 if depth <= 0:
                     continue
-                helper = local_helper(call)
+                helper = resolve(call)
                 if helper is not None and id(helper) not in seen:
                     seen.add(id(helper))
                     visit(helper.body, depth - 1)

@@ -28,7 +28,6 @@ from astroid import nodes
 
 from ..semantic import dataflow, infer, loops, memo
 from . import device, evaluation, frameworks, gradients
-from .modes import calls_in_order
 from .torch_names import MODULE_BASES
 
 #: How deep helper functions are expanded (main -> train -> train_epoch -> step).
@@ -114,23 +113,8 @@ def spawned_runs(module: nodes.Module, calls: List[nodes.Call], helper_depth: in
 
 
 def _expanded_calls(statements: List[nodes.NodeNG], helper_depth: int, expanded: Set[int]) -> List[nodes.Call]:
-    found: List[nodes.Call] = []
-
-    def visit(body: List[nodes.NodeNG], depth: int) -> None:
-        for statement in body:
-            if isinstance(statement, (nodes.FunctionDef, nodes.ClassDef)):
-                continue
-            for call in calls_in_order(statement):
-                found.append(call)
-                if depth <= 0:
-                    continue
-                callee = _callee_body(call)
-                if callee is not None and id(callee) not in expanded:
-                    expanded.add(id(callee))
-                    visit(callee.body, depth - 1)
-
-    visit(statements, helper_depth)
-    return found
+    """The calls ``statements`` make as they run, the file's functions they run expanded (``_callee_body``)."""
+    return loops.calls_in(statements, helper_depth, callee=_callee_body, expanded=expanded, as_run=True)
 
 
 def _callee_body(call: nodes.Call) -> Optional[nodes.FunctionDef]:

@@ -148,13 +148,13 @@ _Walked = Tuple[nodes.Call, Frame, FrozenSet[int]]
 
 
 def _calls_in_frame(node: nodes.NodeNG, frame: Frame, decided: FrozenSet[int]) -> Iterator[_Walked]:
-    """``calls_in_order(node)`` read in ``frame``: an ``if`` whose test the bound constants decide
+    """``infer.calls_in_order(node)`` read in ``frame``: an ``if`` whose test the bound constants decide
     gives the calls of the branch taken only, and a ``for`` over a literal list or tuple gives its
     body's calls once per element, the loop variable bound to it."""
     if isinstance(node, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
         return
     if isinstance(node, nodes.If):
-        for call in calls_in_order(node.test):
+        for call in infer.calls_in_order(node.test):
             yield call, frame, decided
         verdict = _decide(node.test, frame)
         inner = decided if verdict is None else decided | {id(node)}
@@ -166,7 +166,7 @@ def _calls_in_frame(node: nodes.NodeNG, frame: Frame, decided: FrozenSet[int]) -
     elements = _unrolled(node, frame) if isinstance(node, nodes.For) else None
     if elements is not None:
         assert isinstance(node, nodes.For) and isinstance(node.target, nodes.AssignName)
-        for call in calls_in_order(node.iter):
+        for call in infer.calls_in_order(node.iter):
             yield call, frame, decided
         for element in elements:
             bound = Frame({**frame.env, node.target.name: element})
@@ -179,7 +179,7 @@ def _calls_in_frame(node: nodes.NodeNG, frame: Frame, decided: FrozenSet[int]) -
         for child in node.get_children():  # a compound statement: its headers and blocks in order
             yield from _calls_in_frame(child, frame, decided)
         return
-    for call in calls_in_order(node):
+    for call in infer.calls_in_order(node):
         yield call, frame, decided
 
 
@@ -354,24 +354,6 @@ def _opaque_loss_helper(call: nodes.Call) -> bool:
     if not isinstance(dataflow.sole_binding(func), (nodes.Import, nodes.ImportFrom)):
         return False
     return infer.safe_infer(call.func) is None
-
-
-def calls_in_order(node: nodes.NodeNG) -> Iterator[nodes.Call]:
-    """Calls under ``node`` in evaluation order (receiver and arguments first), not entering defs."""
-    stack: List[Tuple[nodes.NodeNG, bool]] = [(node, False)]
-    while stack:
-        current, ready = stack.pop()
-        if ready:
-            yield current  # type: ignore[misc]
-            continue
-        if isinstance(current, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
-            continue
-        if isinstance(current, nodes.Call):
-            stack.append((current, True))
-            children = [current.func, *current.args, *(kw.value for kw in current.keywords or ())]
-        else:
-            children = list(current.get_children())
-        stack.extend((child, False) for child in reversed(children))
 
 
 def bind(helper: nodes.FunctionDef, call: nodes.Call, frame: Frame) -> Frame:
