@@ -47,6 +47,12 @@ _SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
 MAX_BASE_DEPTH = 4
 
 
+def is_backward(call: nodes.NodeNG) -> bool:
+    """Any backward: a tensor's, a framework's (``accelerator.backward(loss)``), Lightning's
+    ``self.manual_backward(loss)`` or a project's own ``backward`` method."""
+    return isinstance(call, nodes.Call) and infer.method_name(call) in BACKWARD_METHODS
+
+
 def is_tensor_backward(call: nodes.Call) -> bool:
     """``x.backward()`` / ``x.backward(retain_graph=True)``: a backward on a tensor.
 

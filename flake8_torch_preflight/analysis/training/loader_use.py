@@ -441,7 +441,7 @@ def _unpacked_targets(call: nodes.Call, index: int, count: int) -> List[nodes.No
 
 
 def _classify(loop: "loops.Loop", uses: Uses, via: Tuple[nodes.Call, ...]) -> None:
-    if any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
+    if any(gradients.is_backward(c) for c in loops.loop_calls(loop)):
         uses.training_loops.append(loop)
         uses.routes.append(via)
     else:
@@ -808,6 +808,6 @@ class LoaderConsumers:
         if self._trained is None:
             self._trained = set(trainer_models(self.module))
             for loop in self.module.nodes_of_class((nodes.For, nodes.While)):
-                if any(infer.method_name(c) == "backward" for c in loops.loop_calls(loop)):
+                if any(gradients.is_backward(c) for c in loops.loop_calls(loop)):
                     self._trained |= used_models(loop, self.models())
         return self._trained

@@ -26,10 +26,6 @@ from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
 #: Comprehension node types: each evaluates its element once per item.
 COMPREHENSIONS = (nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)
 
-#: Method names whose call runs a backward pass (receiver not checked: only tensors and
-#: accelerate's ``Accelerator`` have it, and both mean a step).
-BACKWARD_METHODS = gradients.BACKWARD_METHODS
-
 #: Base classes whose ``training_step`` method Lightning calls once per step (resolved
 #: syntactically through the file's imports; lightning is never read).
 LIGHTNING_MODULES = frameworks.LIGHTNING_MODULES
@@ -61,10 +57,9 @@ def _memo(node: nodes.NodeNG) -> Dict[object, bool]:
 
 def is_step_call(call: nodes.Call) -> bool:
     """``loss.backward()`` or ``optimizer.step()`` / ``scaler.step(optimizer)`` (resolved)."""
-    method = infer.method_name(call)
-    if method in BACKWARD_METHODS:
+    if gradients.is_backward(call):
         return True
-    if method != "step":
+    if infer.method_name(call) != "step":
         return False
     receiver = call.func.expr
     return infer.is_instance_of(receiver, OPTIMIZER_BASES) or infer.is_instance_of(receiver, GRAD_SCALERS)
