@@ -652,7 +652,7 @@ class _Reader:
             given: Optional[nodes.NodeNG] = None
             if dotted and _framework_trainer(dotted):
                 given = infer.argument(call, "model", 0)
-            elif infer.method_name(call) == "fit" and call.args:
+            elif loader_use.runs_trainer(call) and call.args:  # ``trainer.fit(model)``
                 given = call.args[0]
             if given is not None and (model_flow.root_text(given) in candidate.names or given is candidate.node):
                 return True
