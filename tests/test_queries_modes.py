@@ -37,6 +37,18 @@ def test_truth_is_decided_by_one_known_operand() -> None:
     assert [static_values.truth(t) for t in tests] == [False, True, True, None, True]
 
 
+def test_live_value_leaves_aside_branches_a_known_test_rules_out() -> None:
+    # ``tpu and x`` is false whatever ``x`` is: the branch's assignment never runs
+    module = _module("tpu = False\ndevices = 8\nif tpu and flag():\n    devices = 'auto'\nuse(devices)\n")
+    use = next(c for c in module.nodes_of_class(nodes.Call) if c.func.as_string() == "use")
+    live = static_values.live_value(use.args[0])
+    assert live is not None and live.as_string() == "8"
+    # a test that cannot be decided leaves both bindings
+    module = _module("devices = 8\nif flag():\n    devices = 'auto'\nuse(devices)\n")
+    use = next(c for c in module.nodes_of_class(nodes.Call) if c.func.as_string() == "use")
+    assert static_values.live_value(use.args[0]) is None
+
+
 def test_frame_values_evaluate_the_callers_argument_in_the_callers_frame() -> None:
     source = (
         "def inner(flag):\n"

@@ -129,20 +129,20 @@ def value_of(expr: Optional[nodes.NodeNG], env: Optional[Env] = None) -> Any:
     return UNKNOWN if found is None else found.value
 
 
-def truth(expr: Optional[nodes.NodeNG], env: Optional[Env] = None) -> Optional[bool]:
+def truth(expr: Optional[nodes.NodeNG], env: Optional[Env] = None, depth: int = 0) -> Optional[bool]:
     """Whether ``expr``, read as an ``if`` test, is true; None when that cannot be known.  ``not``,
     ``and`` and ``or`` are decided by one known operand whatever the others are (``x and False`` is
     false, ``x or True`` is true, with ``x`` unknown); anything else by the truth of its value."""
     if isinstance(expr, nodes.UnaryOp) and expr.op == "not":
-        inner = truth(expr.operand, env)
+        inner = truth(expr.operand, env, depth)
         return None if inner is None else not inner
     if isinstance(expr, nodes.BoolOp) and expr.op in ("and", "or"):
-        verdicts = [truth(operand, env) for operand in expr.values]
+        verdicts = [truth(operand, env, depth) for operand in expr.values]
         deciding = expr.op == "or"  # the operand value that decides the whole test
         if deciding in verdicts:
             return deciding
         return (not deciding) if all(v is not None for v in verdicts) else None
-    found = evaluate(expr, env)
+    found = evaluate(expr, env, depth)
     if found is None or not _known(found.value):
         return None
     return bool(found.value)
@@ -273,10 +273,10 @@ def _branch_not_taken(binding: nodes.NodeNG, depth: int) -> bool:
     child, parent = binding, binding.parent
     while parent is not None and parent is not scope:
         if isinstance(parent, nodes.If) and child is not parent.test:
-            test = evaluate(parent.test, {}, depth + 1)
+            test = truth(parent.test, {}, depth + 1)
             if test is not None:
                 in_body = any(child is statement for statement in parent.body)
-                if bool(test.value) != in_body:
+                if test != in_body:
                     return True
         child, parent = parent, parent.parent
     return False
