@@ -134,8 +134,8 @@ def _flow(
                 _classify(parent, uses, via)
                 uses.headers.append(parent)
             return
-        if isinstance(parent, nodes.Keyword):
-            child, parent = parent, parent.parent
+        if isinstance(parent, nodes.Keyword) or (isinstance(parent, nodes.IfExp) and child is not parent.test):
+            child, parent = parent, parent.parent  # ``f(data=ds if deepspeed else loader)``: may be the value
             continue
         if _next_method(parent, child):
             loop = loops.innermost(parent)
@@ -185,6 +185,11 @@ def _flow(
                     for use in dataflow.name_uses(param):
                         _flow(use, depth - 1, uses, seen, via + (parent,), deep, key)
                 return
+            if deep and name not in loops.ITERATION_WRAPPERS and name not in PREPARE_CALLS:
+                wrapped = _wrapped_loader_target(parent, child)
+                if wrapped is not None:  # ``model, opt, dl = backend.distribute(model=m, training_data=dl)``
+                    _flow_into_target(wrapped, depth - 1, uses, seen, via)
+                    return
             if name not in loops.ITERATION_WRAPPERS:
                 if deep and _hands_optimizer(parent):
                     uses.handed_to_training = True  # train_one_epoch(model, loader, optimizer) of another module
@@ -438,6 +443,41 @@ def _unpacked_targets(call: nodes.Call, index: int, count: int) -> List[nodes.No
         elif count == 1:
             found.append(target)
     return found
+
+
+def _wrapped_loader_target(call: nodes.Call, arg: nodes.NodeNG) -> Optional[nodes.AssignName]:
+    """The name that receives ``arg`` back from a call of another module (not torch, not a
+    framework's prepare) whose result is unpacked into names: ``model, opt, dl = wrap(model, opt, dl)``
+    (every argument positional, one name per argument: the same position), or, where the positions
+    do not say (``distribute(model=m, training_data=dl)``), the only unpacked name that a ``for``
+    header iterates.  None when the call is not unpacked so or no single name qualifies."""
+    assign = call.parent
+    if not isinstance(assign, nodes.Assign) or assign.value is not call or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0]
+    if not isinstance(target, (nodes.Tuple, nodes.List)) or len(target.elts) < 2:
+        return None
+    if not all(isinstance(e, nodes.AssignName) for e in target.elts):
+        return None
+    if (infer.dotted_name(call.func) or "").split(".")[0] == "torch":
+        return None
+    args = list(call.args)
+    if arg in args and not call.keywords and len(args) == len(target.elts):
+        if not any(isinstance(a, nodes.Starred) for a in args):
+            return target.elts[args.index(arg)]  # type: ignore[no-any-return]
+    iterated = [e for e in target.elts if any(_iterated_by_header(use) for use in dataflow.name_uses(e))]
+    return iterated[0] if len(iterated) == 1 else None
+
+
+def _iterated_by_header(name: nodes.Name) -> bool:
+    """``name`` is what a ``for`` header iterates, under its wrappers (``enumerate(tqdm(name))``)."""
+    child: nodes.NodeNG = name
+    parent = name.parent
+    while isinstance(parent, nodes.Call) and child in parent.args:
+        if infer.call_name(parent) not in loops.ITERATION_WRAPPERS:
+            return False
+        child, parent = parent, parent.parent
+    return isinstance(parent, nodes.For) and child is parent.iter
 
 
 def _classify(loop: "loops.Loop", uses: Uses, via: Tuple[nodes.Call, ...]) -> None:
