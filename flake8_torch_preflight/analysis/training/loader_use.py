@@ -96,7 +96,9 @@ def uses_of(value: nodes.NodeNG, depth: int = MAX_DEPTH, through_prepare: bool =
     """Where ``value`` goes (see the module docstring).  With ``through_prepare`` the value is also
     followed out of ``prepare()`` / ``setup_dataloaders()`` (``model, loader = accelerator.prepare(model,
     loader)``: the prepared loader is the one iterated), out of tuples that a helper returns and its
-    call site unpacks (``train_dl, val_dl = get_dataloaders()``), and into the ``__init__`` of a class
+    call site unpacks (``train_dl, val_dl = get_dataloaders()``), out of another module's call that hands
+    it back unpacked (``net, opt, dl = backend.distribute(model=m, training_data=dl)``, see
+    ``_wrapped_loader_target``), and into the ``__init__`` of a class
     of the file it is handed to (``Trainer(model, loader)`` keeping ``self.loader``); a framework ``fit`` call
     (``trainer.fit(model, loader)``) or a call of another module that is also handed an optimizer
     (``train_one_epoch(model, loader, optimizer)``) is recorded in ``Uses.handed_to_training``."""
