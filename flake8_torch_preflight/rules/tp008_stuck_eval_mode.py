@@ -2,7 +2,8 @@
 
 One iteration of a loop that calls ``backward()`` is read as an ordered list of
 events (``analysis.training.modes``): ``X.eval()`` / ``X.train(False)``, ``X.train()``,
-forward passes ``X(...)`` with autograd on, ``backward()`` and ``.step()``; helpers of the
+forward passes ``X(...)`` with autograd on, ``backward()`` and ``.step()`` (or ``train_op()``, a
+callable built from a model's parameters, ``modes.is_update_call``); helpers of the
 file called from the loop are expanded in place with their parameters bound to
 the call's arguments, so ``evaluate(model)`` puts the caller's ``model`` in
 eval mode, and ``set_mode('eval', [g, d])`` runs the ``eval()`` branch of its
@@ -69,7 +70,9 @@ class StuckEvalMode(Rule):
         "stop adapting. The rule reads one iteration of each loop that calls backward(), helpers of the file "
         "included, and reports an eval() (or the helper call that makes it) when a training step of the same "
         "model (forward with autograd on, backward(), optimizer step) comes before any train() on it, "
-        "wrapping around to the next iteration. A helper that picks the switch from an argument "
+        "wrapping around to the next iteration. A training op called without arguments and built from the "
+        "model's parameters (train_op = get_train_op(params=model.parameters())) counts as the optimizer step. "
+        "A helper that picks the switch from an argument "
         "(set_mode('eval', [models]) calling m.train() or m.eval() on a string, set_train(models, False) "
         "passing a bool to m.train()) is read with the argument's constant value, once per model of a "
         "literal list, and a helper's if on a parameter the call leaves at a constant default "
@@ -130,8 +133,10 @@ class StuckEvalMode(Rule):
     def _check_loop(self, loop: "loops.Loop") -> None:
         calls = loops.loop_calls(loop, HELPER_DEPTH)
         names = {infer.method_name(c) for c in calls}
-        if not {"backward", "step"} <= names or not ({"eval", "train"} & names):
+        if "backward" not in names or not ({"eval", "train"} & names):
             return  # cheap syntactic check first
+        if "step" not in names and not any(modes.is_update_call(c) for c in calls):
+            return  # no optimizer step (``opt.step()``, or a ``train_op()`` built from the parameters)
         if not any(modes.may_set_eval(c) for c in calls):
             return
         events = modes.iteration_events(loop, HELPER_DEPTH)

@@ -11,7 +11,8 @@ does, in evaluation order (a call's receiver and arguments before the call):
   helper call that leads to it);
 * ``BACKWARD``: any ``.backward()`` call;
 * ``STEP``: ``X.step(...)`` (optimizers, scalers and schedulers alike), with
-  the stepped object (``scaler.step(opt)`` steps ``opt``).
+  the stepped object (``scaler.step(opt)`` steps ``opt``), or ``train_op()``, a callable built
+  from a model's parameters (:func:`is_update_call`).
 
 Helpers of the checked file called from the loop are expanded where they are
 called, their parameters bound to the call's arguments (``self`` to the
@@ -305,6 +306,9 @@ def _classify(
         stepped = call.args[0] if call.args and not isinstance(call.args[0], nodes.Starred) else func.expr
         out.append(Event(STEP, call, chain, resolve(stepped, frame), grad_off))
         return
+    if is_update_call(call):
+        out.append(Event(STEP, call, chain, resolve(func, frame), grad_off))
+        return
     if name in ("eval", "train") and isinstance(func, nodes.Attribute):
         if name == "eval" and (call.args or call.keywords):
             return
@@ -329,6 +333,26 @@ def _classify(
                 ref = resolve(arg, frame)
                 if ref is not None:
                     out.append(Event(FORWARD, call, chain, ref, off))
+
+
+def is_update_call(call: nodes.Call) -> bool:
+    """``train_op()``: a call, without arguments, of a callable that every assignment reaching its
+    name builds from a model's parameters (``train_op = get_train_op(params=model.parameters())``,
+    a training op of a TF-style library).  Such a callable applies the gradients: the step, where
+    no ``optimizer.step()`` is written.  A forward takes inputs, so a call with arguments is not one."""
+    func = call.func
+    if call.args or call.keywords or not isinstance(func, (nodes.Name, nodes.Attribute)):
+        return False
+    values = dataflow.assigned_values(func)
+    if not values:
+        return False
+    for value in values:
+        if not isinstance(value, nodes.Call):
+            return False
+        arguments = list(value.args) + [kw.value for kw in value.keywords or ()]
+        if not any(_parameters_owner(a) is not None for a in arguments):
+            return False
+    return True
 
 
 def _bound_false(call: nodes.Call, frame: Frame) -> bool:
