@@ -10,7 +10,7 @@ from . import accumulators
 from ...analysis.training import device, provenance
 from ...analysis.semantic import infer, loops
 from ...analysis.training.torch_names import DATALOADERS
-from ...analysis.training.provenance import Prov, Provenance, source_text
+from ...analysis.training.provenance import Backward, Prov, Provenance, source_text
 from .._base import Rule, register, text_gate
 
 #: Container methods that keep their argument beyond the iteration (lists, deques).
@@ -135,15 +135,25 @@ class GraphRetention(Rule):
             return
         target = node.targets[0]
         if isinstance(target, nodes.Subscript):
-            if isinstance(target.slice, nodes.Const):
-                return  # the same key every iteration: the old value is dropped
-            if provenance.host_value(node.value):
-                return  # ``stats[k] = loss.item()``: nothing to retain
-            if provenance.of(self.ctx).grad_mode(node) == provenance.OFF and _is_tensor(target.value):
-                return  # ``buf[i] = loss`` under no_grad: the value is copied, no graph is recorded
-            loop = loops.innermost(node)
-            if loop is not None:
-                self._check(node, node.value, target.value, loop, frozenset())
+            self._keyed_store(node, target, node.value, node.value)
+            return
+        if isinstance(target, (nodes.Tuple, nodes.List)):
+            # ``losses[i], costs[i] = step()``: each subscript element is a keyed store of its part
+            value = node.value
+            paired = (
+                isinstance(value, (nodes.Tuple, nodes.List))
+                and len(value.elts) == len(target.elts)
+                and not any(isinstance(e, nodes.Starred) for e in list(value.elts) + list(target.elts))
+            )
+            for index, element in enumerate(target.elts):
+                if not isinstance(element, nodes.Subscript):
+                    continue
+                if paired:
+                    reported = self._keyed_store(node, element, value.elts[index], value.elts[index])  # type: ignore
+                else:
+                    reported = self._keyed_store(node, element, value, element, unpacked=index)
+                if reported:
+                    return  # one finding per statement
             return
         if not accumulators.is_name_or_self_attr(target):
             return
@@ -161,6 +171,34 @@ class GraphRetention(Rule):
         self._check(node, added, folded, loop, frozenset({id(made)}) if made is not None else frozenset(),
                     whole=node.value)
 
+    def _keyed_store(
+        self,
+        node: nodes.Assign,
+        target: nodes.Subscript,
+        value: nodes.NodeNG,
+        shown: nodes.NodeNG,
+        unpacked: Optional[int] = None,
+    ) -> bool:
+        """``history[k] = value`` (``unpacked``: the index of ``target`` in a tuple target whose value
+        ``value`` is not a display, so the stored part is that element of its record)."""
+        if isinstance(target.slice, nodes.Const):
+            return False  # the same key every iteration: the old value is dropped
+        if provenance.host_value(value):
+            return False  # ``stats[k] = loss.item()``: nothing to retain
+        p = provenance.of(self.ctx)
+        if p.grad_mode(node) == provenance.OFF and _is_tensor(target.value):
+            return False  # ``buf[i] = loss`` under no_grad: the value is copied, no graph is recorded
+        loop = loops.innermost(node)
+        if loop is None:
+            return False
+        stored = None
+        if unpacked is not None:
+            whole = p.value(value)
+            if whole is None:
+                return False
+            stored = whole.elts[unpacked] if whole.elts is not None and len(whole.elts) > unpacked else whole
+        return self._check(node, shown, target.value, loop, frozenset(), stored=stored)
+
     # ------------------------------------------------------------ the check
     def _check(
         self,
@@ -170,53 +208,117 @@ class GraphRetention(Rule):
         loop: "loops.Loop",
         made: FrozenSet[int],
         whole: Optional[nodes.NodeNG] = None,
-    ) -> None:
+        stored: Optional[Prov] = None,
+    ) -> bool:
+        """Report ``store`` when what it keeps piles up across the loop's iterations; True if reported."""
         p = provenance.of(self.ctx)
-        stored = p.value(whole if whole is not None else value)
-        if stored is None or not stored.graph:
-            return
+        if stored is None:
+            stored = p.value(whole if whole is not None else value)
+        if stored is None or stored.stopped or (stored.sources and not stored.graph):
+            return False  # never analysed, provably no graph, or a bare leaf (a parameter)
         root = accumulators.container_root(container)
         if root is None:
-            return
+            return False
         defs = p.reaching_defs(root)
         if defs is None:
-            return
+            return False
         if not defs and not isinstance(root, (nodes.Attribute, nodes.AssignAttr)):
-            return  # a name the analysis cannot bind (a builtin, a star import): unknown
+            return False  # a name the analysis cannot bind (a builtin, a star import): unknown
+        # ``losses[-1].backward()``: the container's elements are graphs, whatever made this one
+        by_element = [b for b in p.backwards if _backpropagates_element(p, b, root, defs)]
+        if not stored.graph and not by_element:
+            return False  # nothing says the stored value carries a graph
         if defs and all(loops.inside(d.node, loop) for d in defs):
-            return  # a container created fresh in this iteration
+            return False  # a container created fresh in this iteration
         if _lives_for_one_step(p, root, defs, store):
-            return  # local to a function whose loops around the store only walk values that already exist
+            return False  # local to a function whose loops around the store only walk values that already exist
         if accumulators.reset_in_loop(root, loop, store):
-            return  # re-bound fresh in the loop (``running_loss = 0`` at each optimizer step): bounded
+            return False  # re-bound fresh in the loop (``running_loss = 0`` at each optimizer step): bounded
+        if any(_stopped(p, w.value) for w in accumulators.element_rewrites(root, loop) if w is not store):
+            return False  # ``losses[-1] = losses[-1].detach()``: the kept element is replaced by its copy
         loop = _stepping_loop(p, loop, store, root, defs)
         if loop is None:
-            return  # an enclosing step loop re-binds the container: bounded
+            return False  # an enclosing step loop re-binds the container: bounded
+        in_loop = loops.loop_call_ids(loop)
+        # Each iteration backpropagates one element (the last one kept, ``losses[i - 1]``): the
+        # older ones are needed by no backward() and pile up.
+        by_element = [b for b in by_element if id(b.call) in in_loop]
+        if not stored.graph and not by_element:
+            return False  # only a backward() outside the loop reads the elements
         holders = frozenset(id(d) for d in defs) | made
         scope = p.scope_of(store)
-        in_loop = loops.loop_call_ids(loop)
         for b in p.backwards_in(scope):
-            if p.depends_on(b.prov, holders):
-                return  # a later backward() needs what was kept (micro-batches summed, then backpropagated)
+            if p.depends_on(b.prov, holders) and not any(b is e for e in by_element):
+                return False  # a later backward() needs what was kept (micro-batches summed, then backpropagated)
             if id(b.call) not in in_loop and p.covers(b, stored):
-                return  # a backward() outside the loop runs through it anyway (decoder steps, unrolled RNNs)
+                return False  # a backward() outside the loop runs through it anyway (decoder steps, unrolled RNNs)
         per_iteration = [b for b in p.backwards if id(b.call) in in_loop]
-        covering = [b for b in per_iteration if p.covers(b, stored)]
+        covering = [b for b in per_iteration if any(b is e for e in by_element) or p.covers(b, stored)]
         if not per_iteration:
             if _escapes(p, scope, holders, root, defs):
-                return  # handed to the caller, who may backpropagate it (a forward, a chunked loss)
+                return False  # handed to the caller, who may backpropagate it (a forward, a chunked loss)
             if _chained_by_recurrence(p, loop, stored, holders):
-                return  # generation: each step's graph is kept by the state handed to the next step
+                return False  # generation: each step's graph is kept by the state handed to the next step
             if _may_backpropagate(p, loop, stored):
-                return
+                return False
             case = _OOM
         elif covering and not all(b.retain for b in covering):
             case = _AFTER
         else:
             if not covering and _may_backpropagate(p, loop, stored):
-                return
+                return False
             case = _OOM
         self.report(store, value=_text(_graph_element(p, value), self.ctx.lines), case=case)
+        return True
+
+
+def _backpropagates_element(p: Provenance, backward: Backward, root: nodes.NodeNG, defs: FrozenSet) -> bool:
+    """``backward`` runs on one element of the container ``root`` bound by ``defs``
+    (``losses[-1].backward()``, ``scaler.scale(losses[i - 1]).backward()``) and reads the container
+    in no other way: one element's graph is needed, not the ones kept before it."""
+    idents = frozenset(id(d) for d in defs)
+    elements = [t for t in backward.values if _element_of(p, t, root, idents, backward.values)]
+    if not elements:
+        return False
+    for target in backward.values:
+        if any(target is e for e in elements):
+            continue
+        value = p.value(target)
+        if value is None or (p.depends_on(value, idents) if idents else accumulators.reads_binding(target, root)):
+            return False  # ``(losses[-1] + sum(losses)).backward()``: more than one element is needed
+    return True
+
+
+def _element_of(
+    p: Provenance, node: nodes.NodeNG, root: nodes.NodeNG, idents: FrozenSet[int], targets: Sequence[nodes.NodeNG]
+) -> bool:
+    """``node`` is ``c[i]`` of the container ``root`` (bound by ``idents``; a ``self.x`` this function
+    does not bind is matched by its name in the same function), or an argument-free method of it
+    (``c[-1].mean()``), or the ``scale`` call the runner also backpropagates the argument of."""
+    while True:
+        if isinstance(node, nodes.Subscript):
+            container = node.value
+            if isinstance(node.slice, nodes.Slice) or accumulators.container_root(container) is not container:
+                return False  # a slice (several elements), or an element of an element
+            reaching = p.reaching_defs(container)
+            if reaching is None:
+                return False
+            if idents:
+                return bool(reaching) and all(id(d) in idents for d in reaching)
+            return (
+                not reaching
+                and isinstance(root, (nodes.Attribute, nodes.AssignAttr))
+                and accumulators.same_binding_key(container, root)
+                and p.scope_of(container) is p.scope_of(root)
+            )
+        if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute):
+            if not node.args and not node.keywords:
+                node = node.func.expr
+                continue
+            if infer.method_name(node) == "scale" and len(node.args) == 1 and any(node.args[0] is t for t in targets):
+                node = node.args[0]
+                continue
+        return False
 
 
 def _stepping_loop(
@@ -286,6 +388,12 @@ def _iterated(iterable: nodes.NodeNG) -> "list[nodes.NodeNG]":
     if isinstance(iterable, nodes.Subscript):
         return _iterated(iterable.value)
     return [iterable]
+
+
+def _stopped(p: Provenance, value: nodes.NodeNG) -> bool:
+    """``value`` provably carries no graph (``.detach()``, ``.item()``, a number)."""
+    record = p.value(value)
+    return record is not None and record.stopped
 
 
 def _is_tensor(container: nodes.NodeNG) -> bool:

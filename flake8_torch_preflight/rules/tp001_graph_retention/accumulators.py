@@ -157,3 +157,36 @@ def _resets(loop: nodes.NodeNG) -> Dict[str, List[nodes.Assign]]:
         stack.extend(node.get_children())
     _RESETS[loop] = found
     return found
+
+
+def element_rewrites(root: nodes.NodeNG, loop: nodes.NodeNG) -> List[nodes.Assign]:
+    """Assignments in ``loop``'s own body that overwrite an element of the container ``root`` with a
+    value read from that container (``losses[-1] = losses[-1].detach()``); whether the new value
+    still carries a graph is the caller's question.  Nested functions and classes are skipped."""
+    key = _binding_key(root)
+    if key is None:
+        return []
+    found: List[nodes.Assign] = []
+    stack: List[nodes.NodeNG] = list(loop.body)  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+            continue
+        if isinstance(node, nodes.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], nodes.Subscript):
+            target_root = container_root(node.targets[0].value)
+            if target_root is not None and _binding_key(target_root) == key and _reads(node.value, key):
+                found.append(node)
+        stack.extend(node.get_children())
+    return found
+
+
+def same_binding_key(a: nodes.NodeNG, b: nodes.NodeNG) -> bool:
+    """``a`` and ``b`` name the same binding by their text (``x``/``x``, ``self.x``/``self.x``)."""
+    key = _binding_key(a)
+    return key is not None and key == _binding_key(b)
+
+
+def reads_binding(expr: nodes.NodeNG, root: nodes.NodeNG) -> bool:
+    """``expr`` reads the binding ``root`` names (by its text) somewhere."""
+    key = _binding_key(root)
+    return key is not None and _reads(expr, key)
