@@ -32,7 +32,7 @@ from astroid import nodes
 
 from ..setup import brain
 from ..semantic import dataflow, infer
-from .torch_names import MODULE_BASES
+from . import param_count
 
 #: How deep origins are followed (assignments, forward() returns, Sequential layers).
 MAX_DEPTH = 4
@@ -93,12 +93,13 @@ class Tracer:
         """The origin of ``expr`` (every reaching value agreeing), or None when unknown."""
         if self._level >= self.depth or id(expr) in self._seen:
             return None
-        self._seen.add(id(expr))
+        self._seen.add(id(expr))  # guards the current path only: two paths may reach one node
         self._level += 1
         try:
             return self._origin(expr)
         finally:
             self._level -= 1
+            self._seen.discard(id(expr))
 
     def _origin(self, expr: nodes.NodeNG) -> Optional[Origin]:
         if isinstance(expr, nodes.Name):
@@ -136,14 +137,14 @@ class Tracer:
         a module class handed to code that builds and calls it (``NeuralNet(MyModule, ...)``)."""
         value = infer.safe_infer(module)
         if isinstance(value, nodes.ClassDef):
-            if not infer.class_is_subclass_of(value, MODULE_BASES) or value.qname() == "torch.nn.Sequential":
+            if not param_count.is_module_class(value) or value.qname() == "torch.nn.Sequential":
                 return None  # ``nn.Sequential`` as a class says nothing of its layers
             return self.class_output(value, module.root())
         return self._instance_output(module)
 
     def _instance_output(self, module: nodes.NodeNG) -> Optional[Origin]:
         klass = infer.instance_class(module)
-        if klass is None or not infer.class_is_subclass_of(klass, MODULE_BASES):
+        if klass is None or not param_count.is_module_class(klass):
             return None
         if klass.qname() == "torch.nn.Sequential":
             built = _sequential_construction(module, CONSTRUCTION_DEPTH)
@@ -199,7 +200,7 @@ class Tracer:
         The class may be defined in another module of the project (``from model import Net``)."""
         if klass.root() is not module and not brain.project_module(str(klass.root().name)):
             return None
-        if not infer.class_is_subclass_of(klass, MODULE_BASES):
+        if not param_count.is_module_class(klass):
             return None
         forward = _own_forward(klass)
         if forward is None:
