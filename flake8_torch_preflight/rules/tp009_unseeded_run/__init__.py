@@ -42,7 +42,9 @@ included (project modules the run calls into; its data path, when torch is
 unseeded: loader workers seed ``random`` and NumPy from torch); and one at the
 first ``default_rng()`` or ``random.Random()`` built without a seed (each is
 its own generator).  A run whose only draws have no line in the file is not
-reported.  Whether the seed comes before the draw is not checked.  The message
+reported.  Weights initialised before the run's first seed of their generator
+(the model built, then ``torch.manual_seed``) are reported at that construction:
+the seed reaches the data, not the initial weights.  The message
 says whether the run seeds nothing at all or only some generators (the intent
 is visible: a stronger signal).  In a spawned function whose parent seeds the
 generator, it says that the seed belongs there.
@@ -57,6 +59,7 @@ from astroid import nodes
 from ...analysis.training import entrypoint
 from .randomness import (
     DRAW, INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, RESEED, SEED, TORCH, DataEffect, data_path, effect,
+    placed_seed, weights_replaced,
 )
 from .._base import MAX_MESSAGE, Rule, fit_message, register, text_gate
 
@@ -92,7 +95,9 @@ class UnseededRun(Rule):
         "count: seed_everything, transformers.set_seed, accelerate's set_seed, and a set_seed of the file for "
         "the seeders it calls. A function started by torch.multiprocessing.spawn (or a 'spawn' context) runs in a "
         "fresh interpreter that inherits none of the parent's generator state: a seed set in the parent before "
-        "the launch does not reach it, so the function must seed itself."
+        "the launch does not reach it, so the function must seed itself. A model built before the run's own "
+        "seeding call (model = Net(); torch.manual_seed(0)) keeps a random initialisation: the seed fixes the data "
+        "order but not the starting weights, so it is reported at the construction."
     )
     leaves_alone = (
         "Files that only define functions, and runs that never train, are left alone."
@@ -101,7 +106,9 @@ class UnseededRun(Rule):
         " is not a training draw. A module other modules of the project import, whose ``__main__`` block only"
         " trains on made-up tensors (no dataset, loader, environment or file), is a library's smoke test."
         " Processes started with fork (``multiprocessing.Process`` in the default context) inherit the"
-        " parent's seed. A run that reseeds a generator from the clock or the OS"
+        " parent's seed. Weights built before the seed but replaced by ``load_state_dict`` before training, and a"
+        " model handed to a trainer that seeds in its constructor (Hugging Face ``Trainer``), are not reported as"
+        " drawn before the seed. A run that reseeds a generator from the clock or the OS"
         " (``random.seed(int(time.time() * 1000) + idx)`` in a dataset's ``__getitem__``, a bare ``np.random.seed()``)"
         " is meant to differ on every launch. A backward that nothing steps, in a run that builds no layer or"
         " that runs ``gradcheck`` on no data (an extension's self-test on ``torch.randn``), is not training, nor"
@@ -195,6 +202,11 @@ class _RandomState:
         self.intent = self.reseeded = self.weights = False
         seeded: Set[str] = set()
         self.draws: Dict[str, Tuple[nodes.Call, str]] = {}
+        #: Weights initialised from a global generator before the run first seeds it (the model built,
+        #: then ``torch.manual_seed``): the seed reaches the data but not the initial weights.
+        self.early: Dict[str, Tuple[nodes.Call, str]] = {}
+        #: Generators the run seeds once with a seeding call of its own (``randomness.placed_seed``).
+        self.placed: Set[str] = set()
         #: Global generators drawn where the finding has no line: project modules the run calls into,
         #: and its data path (named in the message, never reported alone).
         self.unseen: Set[str] = set()
@@ -205,6 +217,8 @@ class _RandomState:
             if found.kind == SEED:
                 seeded |= found.generators
                 self.intent = True
+                if placed_seed(call):
+                    self.placed |= found.generators
             elif found.kind == INTENT:
                 self.intent = True
             elif found.kind == RESEED:
@@ -213,6 +227,9 @@ class _RandomState:
                 self.weights = self.weights or found.weights
                 for generator in found.generators:
                     self.draws.setdefault(generator, (call, found.label))
+                    if found.weights and generator in _SEEDERS and generator not in seeded and \
+                            not weights_replaced(call):
+                        self.early.setdefault(generator, (call, found.label))
             else:  # a draw inside another module of the project has no line in this file
                 self.weights = self.weights or found.weights
                 self.unseen |= found.generators
@@ -247,6 +264,10 @@ class _RandomState:
         for generator in unseeded:
             if generator not in _SEEDERS:  # a generator built without a seed: its own cause
                 found.append(self._finding(generator, _wording(generator, self.seeded, self.intent)))
+        for generator, (call, label) in self.early.items():
+            if generator in self.placed and generator not in self.inherited:  # seeded, but after the weights
+                wording = {"state": "drawn before its seed", "fix": "seed before building the model"}
+                found.append((call, generator, dict(draw=label, generator=_GENERATOR_NAMES[generator], **wording)))
         return found
 
     def _finding(self, generator: str, wording: Dict[str, str]) -> Tuple[nodes.Call, str, Dict[str, str]]:

@@ -51,7 +51,7 @@ from astroid import nodes
 from astroid.exceptions import AstroidError
 
 from ...analysis.setup import brain
-from ...analysis.semantic import dataflow, infer, memo
+from ...analysis.semantic import dataflow, infer, loops, memo
 from ...analysis.training import device, entrypoint, frameworks, gradients, models
 from ...analysis.training.torch_names import MODEL_WRAPPERS, MODULE_BASES, OPTIMIZER_BASES
 
@@ -582,6 +582,13 @@ def _optimized_fresh(binding: nodes.AssignName, hops: int) -> bool:
     return optimized
 
 
+def weights_replaced(call: nodes.Call) -> bool:
+    """The model ``call`` builds has weights loaded into it later (``model.load_state_dict(...)``, on
+    the name it is bound to or a rebinding that wraps it): its initialisation is overwritten."""
+    target = dataflow.assigned_name(call)
+    return target is not None and _loads_into(target, MODEL_HOPS)
+
+
 def _loads_into(binding: nodes.AssignName, hops: int) -> bool:
     for use in dataflow.name_uses(binding):
         if isinstance(use.parent, nodes.Attribute) and use.parent.attrname.startswith("load"):
@@ -654,6 +661,18 @@ def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:
         if name is not None and "seed" in name.lower():
             return _seed(*ALL_GENERATORS)
     return None
+
+
+def placed_seed(call: nodes.Call) -> bool:
+    """``call`` is a seeding function the run calls once to seed its generators (``torch.manual_seed(0)``,
+    ``set_seed(args.seed)``): not an object that seeds when built (``transformers.Trainer``, whose
+    documentation says a model built before it keeps its random initialisation), not a function merely
+    handed a seed (``load_data(seed=1)``), not a reseed inside a loop (``torch.manual_seed(i)`` per step)."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)) or loops.enclosing_loops(call):
+        return False
+    if isinstance(infer.safe_infer(call.func), nodes.ClassDef) or _is_seeding_trainer(infer.dotted_name(call.func)):
+        return False
+    return "seed" in (infer.call_name(call) or "").lower()
 
 
 def _is_seeding_trainer(dotted: Optional[str]) -> bool:
