@@ -95,9 +95,14 @@ def test_gate_skips_files_that_cannot_involve_torch(monkeypatch) -> None:
     engine.analyse_file("turtle_like.py", _lines("def back(t):\n    t.backward(10)\n"), build.Settings())
     helper = "def step(loss, opt):\n    loss.backward()\n    opt.step()\n"
     engine.analyse_file("helper.py", _lines(helper), build.Settings())
-    # No torch import, but it receives tensors and steps an optimizer: analysed.  A ``.backward(``
-    # alone (turtle.py moves a pen backward) is not enough.
-    assert calls == ["helper.py"]
+    engine.analyse_file("half.py", _lines("def check(model):\n    model.eval()\n"), build.Settings())
+    trainer = ("def validate(model, batches):\n    model.eval()\n    out = [model(b) for b in batches]\n"
+               "    model.train()\n")
+    engine.analyse_file("trainer.py", _lines(trainer), build.Settings())
+    # No torch import, but it receives tensors and steps an optimizer, or switches a model it receives
+    # to eval and back: analysed.  A ``.backward(`` alone (turtle.py moves a pen backward), or an
+    # ``.eval()`` alone, is not enough.
+    assert calls == ["helper.py", "trainer.py"]
 
 
 def test_helper_module_without_torch_import_is_still_checked() -> None:

@@ -30,12 +30,16 @@ TORCH_MARKERS = re.compile(r"torch|lightning|transformers|accelerate|timm|deepsp
 #: has ``.backward(`` alone and is skipped.)
 HELPER_MARKERS = (re.compile(r"\.backward\("), re.compile(r"zero_grad|\.step\(|optimi[sz]er"))
 
+#: Or when it switches a model it receives between its modes: a trainer module whose backward runs in
+#: another module (a loss helper) still validates with ``model.eval()`` and goes back with ``.train()``.
+MODE_MARKERS = (re.compile(r"\.eval\(\)"), re.compile(r"\.train\(\)"))
+
 
 def worth_analysing(source: str) -> bool:
     """The cheap gate run before any astroid work."""
     if TORCH_MARKERS.search(source):
         return True
-    return all(marker.search(source) for marker in HELPER_MARKERS)
+    return any(all(marker.search(source) for marker in markers) for markers in (HELPER_MARKERS, MODE_MARKERS))
 
 
 #: Private module name for checked files; ``string_build`` caches only the
