@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis.semantic import dataflow, loops
+from ..analysis.semantic import loops
 from ..analysis.training import evaluation, param_count, provenance
 from ._base import Rule, register, text_gate
 
@@ -116,7 +116,6 @@ class MissingNoGrad(Rule):
         super().__init__(ctx)
         self._gradient_units: Dict[int, bool] = {}
         self._eval_scopes: Dict[int, bool] = {}
-        self._frozen_texts: Dict[int, Set[str]] = {}
         self._found: List[Tuple[nodes.Call, Optional[nodes.FunctionDef], str]] = []
         self._kinds: Dict[int, Optional[str]] = {}
         self._self_switched: Set[int] = set()
@@ -165,10 +164,8 @@ class MissingNoGrad(Rule):
             return  # its output reaches a backward(): not an evaluation (the eval call skips it)
         if shared is not None and p.grad_mode(shared) == provenance.OFF:
             return  # the eval call itself runs under no_grad
-        if self._frozen(func, model):
-            return  # requires_grad_(False) on the model: no graph is recorded
-        if evaluation.frozen_model(model, p.reaching_defs):
-            return  # built frozen (PEFT adapter loaded for inference, merged, inference_mode=True)
+        if evaluation.frozen_model(model, func, p.reaching_defs):
+            return  # requires_grad_(False) on the model, or built frozen (a PEFT adapter loaded for inference)
         if func is not None and _handed_out(p, func, _CALLER_DEPTH):
             return  # a closure returned or passed on: whoever calls it chooses the grad mode
         if func is not None and _callers_want_graph(p, func, _CALLER_DEPTH):
@@ -222,25 +219,6 @@ class MissingNoGrad(Rule):
             if unit is not None and not self._wants_gradients(unit):
                 return "after {}.eval()".format(mode[1])
         return None
-
-    def _frozen(self, func: Optional[nodes.FunctionDef], model: nodes.NodeNG) -> bool:
-        """``model.requires_grad_(False)`` or ``for p in model.parameters(): p.requires_grad = False``
-        on the model (or an object it belongs to) in the same function, or at module level for a
-        module-level model."""
-        text = dataflow.binding_text(evaluation.unwrap(model))
-        scopes: List[nodes.NodeNG] = [func] if func is not None else []
-        root = evaluation.unwrap(model)
-        while isinstance(root, nodes.Attribute):
-            root = root.expr
-        if func is None or (isinstance(root, nodes.Name) and root.scope() is not func and root.name not in func.locals):
-            scopes.append(model.root())
-        for scope in scopes:
-            texts = self._frozen_texts.get(id(scope))
-            if texts is None:
-                texts = self._frozen_texts[id(scope)] = evaluation.frozen_receivers(scope)
-            if any(text == f or text.startswith(f + ".") for f in texts):
-                return True
-        return False
 
     def _has_eval_calls(self, scope: nodes.NodeNG) -> bool:
         cached = self._eval_scopes.get(id(scope))

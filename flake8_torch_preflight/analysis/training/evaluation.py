@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, FrozenSet, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 from astroid.exceptions import AstroidError
 
 from ..setup import brain
-from ..semantic import dataflow, infer, loops
-from . import device, grad, models, modes, origins, param_count
+from ..semantic import dataflow, infer, loops, memo
+from . import device, grad, model_flow, models, modes, origins, param_count
 from .models import SELF_RETURNING_METHODS as _SELF_RETURNING
 from .param_count import TENSOR_FACTORIES
 from .torch_names import VARIABLE
@@ -83,6 +83,39 @@ def _own_nodes(scope: nodes.NodeNG, klass: type) -> List[nodes.NodeNG]:
     return list(scope.nodes_of_class(klass, skip_klass=(nodes.FunctionDef, nodes.ClassDef)))
 
 
+_FROZEN: "Dict[int, Set[str]]" = memo.per_file()
+
+
+def frozen_model(
+    model: nodes.NodeNG,
+    func: Optional[nodes.FunctionDef],
+    reaching: Optional[Callable[[nodes.NodeNG], Optional[FrozenSet[object]]]] = None,
+) -> bool:
+    """The model's forward records no graph of its own: ``model.requires_grad_(False)`` (also
+    ``model.eval().requires_grad_(False)``) or ``for p in model.parameters(): p.requires_grad = False``
+    on the model (or an object it belongs to) in the function ``func``, or at module level for a
+    module-level model; or, with ``reaching`` (flow-sensitive Defs), every binding reaching it builds
+    a frozen model (``built_frozen``)."""
+    return _frozen_by_call(model, func) or (reaching is not None and built_frozen(model, reaching))
+
+
+def _frozen_by_call(model: nodes.NodeNG, func: Optional[nodes.FunctionDef]) -> bool:
+    text = dataflow.binding_text(unwrap(model))
+    scopes: List[nodes.NodeNG] = [func] if func is not None else []
+    root = unwrap(model)
+    while isinstance(root, nodes.Attribute):
+        root = root.expr
+    if func is None or (isinstance(root, nodes.Name) and root.scope() is not func and root.name not in func.locals):
+        scopes.append(model.root())
+    for scope in scopes:
+        texts = _FROZEN.get(id(scope))
+        if texts is None:
+            texts = _FROZEN[id(scope)] = frozen_receivers(scope)
+        if any(text == f or text.startswith(f + ".") for f in texts):
+            return True
+    return False
+
+
 def frozen_receivers(scope: nodes.NodeNG) -> Set[str]:
     """Texts of the models frozen in ``scope``: ``X.requires_grad_(False)`` and
     ``for p in X.parameters(): p.requires_grad = False``."""
@@ -91,7 +124,9 @@ def frozen_receivers(scope: nodes.NodeNG) -> Set[str]:
         if infer.method_name(call) == "requires_grad_" and call.args:
             flag = call.args[0]
             if isinstance(flag, nodes.Const) and flag.value is False:
-                found.add(dataflow.binding_text(unwrap(call.func.expr)))  # type: ignore[union-attr]
+                # ``sampler.eval().requires_grad_(False)`` freezes ``sampler``
+                receiver = model_flow.strip_wrappers(call.func.expr)  # type: ignore[union-attr]
+                found.add(dataflow.binding_text(unwrap(receiver)))
     for assign in _own_nodes(scope, nodes.Assign):
         value = assign.value
         if not (isinstance(value, nodes.Const) and value.value is False):
@@ -520,7 +555,7 @@ PEFT_WRAPPERS = frozenset({"peft.get_peft_model", "peft.mapping.get_peft_model",
 MERGE_METHODS = frozenset({"merge_and_unload"})
 
 
-def frozen_model(model: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], Optional[FrozenSet[object]]]) -> bool:
+def built_frozen(model: nodes.NodeNG, reaching: Callable[[nodes.NodeNG], Optional[FrozenSet[object]]]) -> bool:
     """Every binding reaching ``model`` (a Name or ``self.attr``; ``reaching`` gives the flow-sensitive
     Defs, see ``provenance.reaching_defs``) builds a model whose parameters are all frozen:
     ``PeftModel.from_pretrained(...)`` without ``is_trainable=True``, ``x.merge_and_unload()``, or

@@ -56,8 +56,8 @@ from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 
 from ...setup import brain
-from ...semantic import dataflow, infer, notes
-from .. import grad, gradients, models
+from ...semantic import dataflow, infer, loops, notes
+from .. import evaluation, grad, gradients, models
 from ..torch_names import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 from .callers import CallSites
 from .lattice import (
@@ -95,6 +95,7 @@ STOP_METHODS = frozenset(
         "element_size", "stride", "data_ptr", "is_contiguous", "get_device", "eq", "ne", "lt", "le", "gt", "ge",
         "isnan", "isinf", "isfinite", "nonzero", "long", "int", "bool", "short", "byte", "char", "any", "all",
         "count_nonzero", "unique", "equal", "allclose", "dim_order", "is_floating_point", "__len__", "tobytes",
+        "multinomial",
     }
 )
 
@@ -136,6 +137,7 @@ TORCH_STOP_FUNCTIONS = frozenset(
         "full_like", "rand_like", "randn_like", "randint_like", "no_grad", "enable_grad", "set_grad_enabled",
         "inference_mode", "is_grad_enabled", "manual_seed", "save", "load", "device", "bucketize", "searchsorted",
         "nonzero", "count_nonzero", "unique", "allclose", "equal", "empty_strided", "get_default_dtype",
+        "multinomial",
     )
 )
 
@@ -827,6 +829,10 @@ class _Runner:
             kind = self.p._kind(func.expr)  # type: ignore[union-attr]
         if kind == models.MODEL:
             self.p._call_kinds[id(call)] = MODEL_CALL
+            callee = func.expr if method == "forward" else func  # type: ignore[union-attr]
+            if not everything.sources and not everything.maybe and evaluation.frozen_model(
+                    callee, loops.enclosing_function(call), self.p.reaching_defs):
+                return Prov(deps=everything.deps)  # a frozen model on inputs with no graph records none
             return self.gate(Prov(sources=frozenset({id(call)}), deps=everything.deps), call, env)
         if kind == models.LOSS:
             return self.loss(call, args, kwargs, everything, env)
