@@ -74,7 +74,11 @@ _SEEDERS = {TORCH: "torch.manual_seed(seed)", NUMPY: "np.random.seed(seed)", RAN
 
 
 #: A seeding call commented out: the author chose to leave the run unseeded.
-COMMENTED_SEED = re.compile(r"^\s*#.*\b(manual_seed|seed_everything|set_seed|random\.seed)\s*\(")
+COMMENTED_SEED = re.compile(
+    r"^\s*#.*\b(manual_seed|seed_everything|set_seed|random\.seed)\s*\("  # a seeding call
+    r"|^\s*#\s*[\w.]*seed\w*\s*\("  # a commented-out call of a seeding helper (``# set_random_seed(args)``)
+    r"|^\s*#.*add_argument\(\s*[\"']--\w*seed"  # the seed option itself (``# p.add_argument("--seed", ...)``)
+)
 
 
 @register
@@ -101,7 +105,8 @@ class UnseededRun(Rule):
     )
     leaves_alone = (
         "Files that only define functions, and runs that never train, are left alone."
-        " A file with a seeding call commented out (``# torch.manual_seed(1)``) has chosen to run unseeded."
+        " A file with a seeding call, a seeding helper's call or its ``--seed`` option commented out"
+        " (``# torch.manual_seed(1)``, ``# p.add_argument(\"--seed\", ...)``) has chosen to run unseeded."
         " A draw that only picks a port or names a path or run (``f\"tcp://localhost:{random.randrange(...)}\"``)"
         " is not a training draw. A module other modules of the project import, whose ``__main__`` block only"
         " trains on made-up tensors (no dataset, loader, environment or file), is a library's smoke test."
