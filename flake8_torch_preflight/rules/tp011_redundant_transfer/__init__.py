@@ -80,7 +80,9 @@ class RedundantTransfer(Rule):
         " A tensor rebound to its own device copy (``x = x.to(device)``) is left alone: from the second "
         "iteration on it is on the device and the call copies nothing (a module rebound that way is still walked)."
         " A transfer under a branch no run takes (``if DEBUG:`` with every assignment of the project "
-        "leaving the flag False or None) is not reported."
+        "leaving the flag False or None) is not reported, nor a copy that statements always run just before it "
+        "in the same iteration or forward already made the host wait for (``.item()``, ``torch.unique``, "
+        "``repeat_interleave`` by a tensor of counts): it adds a small transfer, not a stall."
     )
     example_bad = (
         "import torch\n"
@@ -160,12 +162,14 @@ class RedundantTransfer(Rule):
     def _report(self, node: nodes.Call, **fields: str) -> None:
         if branches.reached_only_when_off(node):
             return  # ``if DEBUG:`` with the flag off wherever the project sets it: no run copies it
+        if fields.get("cost") == _PAID_COST:
+            return  # the host already waited just before: the copy adds a small transfer, no stall
         self.report(node, **fields)
 
 
 _TENSOR_COST = "a sync per step"  # a blocking host-to-device copy ends in cudaStreamSynchronize
 _ASYNC_COST = "a copy per step"  # ``non_blocking=True``: the copy is queued, the host does not wait
-_PAID_COST = "a copy per step, no new stall"  # the same block already blocks the host
+_PAID_COST = "a copy per step, no new stall"  # the same block already blocks the host: not reported
 _MODULE_COST = "a parameter walk per step"
 _UNKNOWN_COST = "a copy or walk per step"
 
@@ -242,11 +246,17 @@ def _cost(transfer: nodes.Call, cost: str) -> str:
 
 def blocks_host(call: nodes.Call) -> bool:
     """``call`` makes the host wait for the device: a read of a device value or an explicit wait
-    (``device.sync_text``), or an op whose output size depends on the values (``torch.unique``,
-    ``masked_select``, ``nonzero``) on a value not provably on the host."""
+    (``device.sync_text``), an op whose output size depends on the values (``torch.unique``,
+    ``masked_select``, ``nonzero``, ``repeat_interleave`` by a tensor of counts without
+    ``output_size``) on a value not provably on the host."""
     if device.sync_text(call) is not None:
         return True
     func = call.func
+    if isinstance(func, nodes.Attribute) and func.attrname == "repeat_interleave":
+        repeats = infer.argument(call, "repeats", 0)
+        sized = infer.argument(call, "output_size") is not None
+        return repeats is not None and device.is_tensor(repeats) and not device.is_host_value(repeats) and not sized
+
     if (infer.callee_qname(call) or infer.dotted_name(func)) in SIZE_SYNC_FUNCTIONS:
         return bool(call.args) and not device.is_host_value(call.args[0])
     if isinstance(func, nodes.Attribute) and func.attrname in SIZE_SYNC_METHODS:
