@@ -52,6 +52,10 @@ class Rule:
         module = getattr(self.ctx, "module", None)
         if module is not None and node.root() is not module:
             return
+        from ..analysis.training import evaluation  # astroid only once a file is analysed
+
+        if evaluation.in_unit_test(node):
+            return  # a unit test's code runs once on the test's own inputs: the project's policy for every code
         text = fit_message(self.message, fields, self.quoted)
         line = getattr(node, "lineno", None) or 1
         col = getattr(node, "col_offset", None) or 0

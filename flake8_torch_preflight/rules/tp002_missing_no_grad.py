@@ -78,8 +78,9 @@ class MissingNoGrad(Rule):
         "file (its callers elsewhere may run it per batch or per request), is reported."
         " Unit tests: in a test module (``test_*.py``, ``*_test.py``, ``conftest.py``, or one importing pytest "
         "or unittest) a forward outside any loop runs once per test and is left alone, in the test and in the "
-        "tester helpers it calls; a ``test_*`` name is no evaluation evidence; a loop over batches after "
-        "eval() in a test is still an evaluation loop and is reported."
+        "tester helpers it calls; a ``test_*`` name is no evaluation evidence; and nothing inside a test function "
+        "itself (a ``test_*`` function of a test module or a method of a ``Test*`` class) is reported, by any code: "
+        "it runs once per test on the test's own inputs."
     )
     example_bad = (
         "import torch.nn as nn\n"

@@ -529,6 +529,17 @@ def pytest_function(func: nodes.FunctionDef) -> bool:
     return test_module(func.root())
 
 
+def in_unit_test(node: nodes.NodeNG) -> bool:
+    """``node`` is inside a test function (``pytest_function``), nested functions included: code that
+    runs once per test, on the test's own inputs, not a training or evaluation run."""
+    scope = node.scope() if not isinstance(node, nodes.FunctionDef) else node
+    while scope is not None and not isinstance(scope, nodes.Module):
+        if isinstance(scope, nodes.FunctionDef) and pytest_function(scope):
+            return True
+        scope = scope.parent.scope() if scope.parent is not None else None
+    return False
+
+
 def test_module(module: nodes.Module) -> bool:
     """A test module: named ``test_*.py``, ``*_test.py`` or ``conftest.py``, or importing pytest/unittest."""
     base = os.path.basename(getattr(module, "file", None) or "")
