@@ -813,7 +813,7 @@ class _Runner:
                 assert receiver is not None
                 return join(receiver, Prov(sources=frozenset({id(call)}), leaf=True))
             return stop(everything)
-        if method in STORE_METHODS and receiver is not None and not receiver.grad:
+        if method in STORE_METHODS and receiver is not None and not receiver.grad and not _opaque_object(func.expr):
             stored = join_all(args + list(kwargs.values()), CONSTANT)
             self.mutate(func.expr, Prov(**_plain(stored)), env)
             return Prov(deps=everything.deps)
@@ -1076,4 +1076,22 @@ def _dict_items(iterable: nodes.NodeNG) -> bool:
         and iterable.func.attrname == "items"
         and not iterable.args
         and not iterable.keywords
+    )
+
+
+#: Store methods that a container shares with many other objects (a meter's or a tracker's ``update``).
+SHARED_STORE_NAMES = frozenset({"update", "setdefault"})
+
+
+def _opaque_object(receiver: nodes.NodeNG) -> bool:
+    """``tracker.update(loss)`` on an object built by a class the analysis cannot read (``tracker =
+    LossTracker(n)`` imported from a module it cannot follow): whether ``update`` keeps its argument
+    or only its ``.item()`` is not in sight, so it is not taken as a store (a dict's is)."""
+    method = receiver.parent.attrname if isinstance(receiver.parent, nodes.Attribute) else None
+    if method not in SHARED_STORE_NAMES or infer.safe_infer(receiver) is not None:
+        return False
+    values = dataflow.assigned_values(receiver) if isinstance(receiver, (nodes.Name, nodes.Attribute)) else None
+    return bool(values) and all(
+        isinstance(v, nodes.Call) and isinstance(v.func, (nodes.Name, nodes.Attribute))
+        and infer.safe_infer(v.func) is None for v in values
     )
