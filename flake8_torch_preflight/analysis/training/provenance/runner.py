@@ -813,7 +813,8 @@ class _Runner:
                 assert receiver is not None
                 return join(receiver, Prov(sources=frozenset({id(call)}), leaf=True))
             return stop(everything)
-        if method in STORE_METHODS and receiver is not None and not receiver.grad and not _opaque_object(func.expr):
+        if method in STORE_METHODS and receiver is not None and not receiver.grad and not _opaque_object(
+                call, [bool(a.sources or a.maybe) for a in args]):
             stored = join_all(args + list(kwargs.values()), CONSTANT)
             self.mutate(func.expr, Prov(**_plain(stored)), env)
             return Prov(deps=everything.deps)
@@ -1083,15 +1084,77 @@ def _dict_items(iterable: nodes.NodeNG) -> bool:
 SHARED_STORE_NAMES = frozenset({"update", "setdefault"})
 
 
-def _opaque_object(receiver: nodes.NodeNG) -> bool:
-    """``tracker.update(loss)`` on an object built by a class the analysis cannot read (``tracker =
-    LossTracker(n)`` imported from a module it cannot follow): whether ``update`` keeps its argument
-    or only its ``.item()`` is not in sight, so it is not taken as a store (a dict's is)."""
+def _opaque_object(call: nodes.Call, graphs: List[bool]) -> bool:
+    """``tracker.update(loss)`` that is not a store: on an object built by a class the analysis cannot
+    read (``tracker = LossTracker(n)`` imported from a module it cannot follow), whether ``update``
+    keeps its argument or only its ``.item()`` is not in sight; on an object of the project's own
+    class, its ``update`` is read (``_keeps_arguments``) for the positional arguments that carry a
+    graph (``graphs``).  A dict's ``update`` is a store."""
+    receiver = call.func.expr  # type: ignore[union-attr]
     method = receiver.parent.attrname if isinstance(receiver.parent, nodes.Attribute) else None
-    if method not in SHARED_STORE_NAMES or infer.safe_infer(receiver) is not None:
+    if method not in SHARED_STORE_NAMES:
+        return False
+    value = infer.safe_infer(receiver)
+    if isinstance(value, Instance) and not isinstance(value, nodes.Dict) and value.qname().split(".")[0] not in (
+            "builtins", "collections"):
+        method_def = infer.function_def(receiver.parent)
+        if method_def is None:
+            return False
+        names = [a.name for a in (method_def.args.args or [])[1:]]
+        carried = {names[i] for i, graph in enumerate(graphs) if graph and i < len(names)}
+        carried |= {kw.arg for kw in call.keywords or () if kw.arg}  # keywords: read whatever they carry
+        return not _keeps_arguments(method_def, carried)
+    if value is not None:
         return False
     values = dataflow.assigned_values(receiver) if isinstance(receiver, (nodes.Name, nodes.Attribute)) else None
     return bool(values) and all(
         isinstance(v, nodes.Call) and isinstance(v.func, (nodes.Name, nodes.Attribute))
         and infer.safe_infer(v.func) is None for v in values
     )
+
+
+def _keeps_arguments(method: nodes.FunctionDef, params: "Set[str]") -> bool:
+    """A method of the project's own (a meter's ``update``) writes one of ``params`` into an
+    attribute of ``self`` other than through a value-only read (``val.item()``, ``float(val)``,
+    ``val.detach()``): ``self.sum += val * n`` keeps the tensor, ``self.values.append(val.item())``
+    does not."""
+    for node in method.nodes_of_class((nodes.Assign, nodes.AugAssign, nodes.Call)):
+        if isinstance(node, nodes.Call):
+            if not (isinstance(node.func, nodes.Attribute) and node.func.attrname in STORE_METHODS
+                    and _on_self(node.func.expr)):
+                continue
+            values = list(node.args) + [kw.value for kw in node.keywords or ()]
+        else:
+            targets = node.targets if isinstance(node, nodes.Assign) else [node.target]
+            if not any(_on_self(t) for t in targets):
+                continue
+            values = [node.value]
+        if any(_reads_raw(v, params) for v in values):
+            return True
+    return False
+
+
+def _on_self(node: nodes.NodeNG) -> bool:
+    while isinstance(node, (nodes.Attribute, nodes.AssignAttr, nodes.Subscript)):
+        node = node.expr if not isinstance(node, nodes.Subscript) else node.value
+    return isinstance(node, nodes.Name) and node.name == "self"
+
+
+def _reads_raw(value: nodes.NodeNG, params: "Set[str]") -> bool:
+    """``value`` reads one of ``params`` other than inside a value-only call (``x.item()``, ``float(x)``)."""
+    for name in value.nodes_of_class(nodes.Name):
+        if name.name not in params:
+            continue
+        node, stopped = name, False
+        while node is not value and node.parent is not None:
+            parent = node.parent
+            if isinstance(parent, nodes.Attribute) and parent.attrname in STOP_METHODS:
+                stopped = True
+                break
+            if isinstance(parent, nodes.Call) and node in parent.args and infer.call_name(parent) in STOP_BUILTINS:
+                stopped = True
+                break
+            node = parent
+        if not stopped:
+            return True
+    return False
