@@ -222,7 +222,7 @@ class _RandomState:
             if found.kind == SEED:
                 seeded |= found.generators
                 self.intent = True
-                if placed_seed(call):
+                if placed_seed(call, found):
                     self.placed |= found.generators
             elif found.kind == INTENT:
                 self.intent = True

@@ -214,10 +214,19 @@ class Effect(NamedTuple):
     generators: FrozenSet[str]
     label: str = ""
     weights: bool = False  # a draw that initialises a module's weights
+    #: A seed the run places with a seeding call of its own (``torch.manual_seed``, ``set_seed``, a project
+    #: helper that calls one), not one made by building a trainer or by a function only handed a seed.
+    placed: bool = True
 
 
 def _seed(*generators: str) -> Effect:
     return Effect(SEED, frozenset(generators))
+
+
+def _handed_seed() -> Effect:
+    """A seed of every generator made on the run's behalf: a trainer that seeds when built, a function
+    handed a seed (``load_data(seed=1)``), which may seed only its own data."""
+    return Effect(SEED, ALL_GENERATORS, placed=False)
 
 
 def _draw(generator: str, label: str) -> Effect:
@@ -350,7 +359,7 @@ def _local(call: nodes.Call, qname: str, depth: int) -> Optional[Effect]:
     klass = entrypoint.constructed_local_class(call)
     if klass is not None:
         if any(_is_seeding_trainer(infer.dotted_name(base)) for base in klass.bases):
-            return _seed(*ALL_GENERATORS)
+            return _handed_seed()
         return None
     if qname.startswith(str(call.root().name) + "."):
         return None  # a helper of the file: its own calls are classified where they run
@@ -370,13 +379,15 @@ def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
     if func is None or func.root() is call.root():
         return None
     seeded: Set[str] = set()
+    placed = False
     for inner in infer.iter_calls(func):
         found = effect(inner, depth - 1)
         if found is not None and found.kind == RESEED:
             return Effect(RESEED, found.generators, _label(call))
         if found is not None and found.kind == SEED:
             seeded |= found.generators
-    return _seed(*seeded) if seeded else None
+            placed = placed or found.placed
+    return Effect(SEED, frozenset(seeded), placed=placed) if seeded else None
 
 
 def _random_transform(name: str) -> bool:
@@ -503,7 +514,9 @@ def _third_party(call: nodes.Call, dotted: str, depth: int) -> Optional[Effect]:
     if dotted.split(".")[0] in _CLASSIFIED_ROOTS:
         return None
     meaning = frameworks.function_meaning(call)
-    if _is_seeding_trainer(dotted) or (meaning is not None and meaning.seeds):
+    if _is_seeding_trainer(dotted):
+        return _handed_seed()  # transformers.Trainer seeds when built
+    if meaning is not None and meaning.seeds:
         return _seed(*ALL_GENERATORS)  # L.seed_everything, transformers.set_seed: the framework table
     return (
         _project_seeds(call, depth)
@@ -649,30 +662,27 @@ def _builds_optimizer(call: nodes.Call) -> bool:
 def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:
     """Name-based fallback for functions that are not read: one named ``*seed*``, or handed a seed
     (``seed=...``, ``setup(args.seed)``), is taken to seed every generator."""
-    if "seed" in last.lower() or any("seed" in (kw.arg or "").lower() for kw in call.keywords or ()):
+    named = "seed" in last.lower()
+    if named or any("seed" in (kw.arg or "").lower() for kw in call.keywords or ()):
         if _clock_seed(call):
             return Effect(RESEED, ALL_GENERATORS, _label(call))  # ``seed_everything(int(time.time()))``
-        return _seed(*ALL_GENERATORS)
+        return _seed(*ALL_GENERATORS) if named else _handed_seed()
     values = list(call.args) + [kw.value for kw in call.keywords or ()]
     for value in values:
         if isinstance(value, nodes.Starred):
             value = value.value
         name = dataflow.terminal_name(value)
         if name is not None and "seed" in name.lower():
-            return _seed(*ALL_GENERATORS)
+            return _handed_seed()
     return None
 
 
-def placed_seed(call: nodes.Call) -> bool:
-    """``call`` is a seeding function the run calls once to seed its generators (``torch.manual_seed(0)``,
-    ``set_seed(args.seed)``): not an object that seeds when built (``transformers.Trainer``, whose
-    documentation says a model built before it keeps its random initialisation), not a function merely
+def placed_seed(call: nodes.Call, found: Effect) -> bool:
+    """``call``, whose effect is ``found``, is a seed the run places once (``torch.manual_seed(0)``,
+    ``set_seed(args.seed)``; ``Effect.placed``): not a trainer that seeds when built (``transformers.Trainer``,
+    whose documentation says a model built before it keeps its random initialisation), not a function only
     handed a seed (``load_data(seed=1)``), not a reseed inside a loop (``torch.manual_seed(i)`` per step)."""
-    if not isinstance(call.func, (nodes.Name, nodes.Attribute)) or loops.enclosing_loops(call):
-        return False
-    if isinstance(infer.safe_infer(call.func), nodes.ClassDef) or _is_seeding_trainer(infer.dotted_name(call.func)):
-        return False
-    return "seed" in (infer.call_name(call) or "").lower()
+    return found.kind == SEED and found.placed and not loops.enclosing_loops(call)
 
 
 def _is_seeding_trainer(dotted: Optional[str]) -> bool:

@@ -497,22 +497,17 @@ class _Runner:
     def augassign(self, stmt: nodes.AugAssign, env: _Env) -> _Env:
         target = stmt.target
         value = self.expr(stmt.value, env)
-        if isinstance(target, nodes.AssignName):
-            old_defs = env.names.get(target.name)
-            if old_defs is None:
-                old_defs = self.outer_defs(target, target.name)
+        own_attr = isinstance(target, nodes.AssignAttr) and dataflow.is_self_attr(target)
+        if isinstance(target, nodes.AssignName) or own_attr:
+            # ``total += loss`` / ``self.total += loss``: the old value, joined with the new one
+            if own_attr:
+                old_defs = env.names.get("self." + target.attrname, _EMPTY)  # type: ignore[union-attr]
+            else:
+                old_defs = env.names.get(target.name)  # type: ignore[union-attr]
+                if old_defs is None:
+                    old_defs = self.outer_defs(target, target.name)  # type: ignore[union-attr]
             self.p._reach[id(target)] = self.p._reach.get(id(target), _EMPTY) | old_defs
-            old = _read(old_defs)
-            new = self.gate(derived(join(old, value)), stmt, env)
-            self.p._record(target, new)
-            self.bind(target, new, env)
-            return env
-        if isinstance(target, nodes.AssignAttr) and dataflow.is_self_attr(target):
-            key = "self." + target.attrname
-            old_defs = env.names.get(key, _EMPTY)
-            self.p._reach[id(target)] = self.p._reach.get(id(target), _EMPTY) | old_defs
-            old = _read(old_defs)
-            new = self.gate(derived(join(old, value)), stmt, env)
+            new = self.gate(derived(join(_read(old_defs), value)), stmt, env)
             self.p._record(target, new)
             self.bind(target, new, env)
             return env
@@ -1090,14 +1085,13 @@ def _opaque_object(call: nodes.Call, graphs: List[bool]) -> bool:
     keeps its argument or only its ``.item()`` is not in sight; on an object of the project's own
     class, its ``update`` is read (``_keeps_arguments``) for the positional arguments that carry a
     graph (``graphs``).  A dict's ``update`` is a store."""
-    receiver = call.func.expr  # type: ignore[union-attr]
-    method = receiver.parent.attrname if isinstance(receiver.parent, nodes.Attribute) else None
-    if method not in SHARED_STORE_NAMES:
+    if infer.method_name(call) not in SHARED_STORE_NAMES:
         return False
+    receiver = call.func.expr  # type: ignore[union-attr]
     value = infer.safe_infer(receiver)
     if isinstance(value, Instance) and not isinstance(value, nodes.Dict) and value.qname().split(".")[0] not in (
             "builtins", "collections"):
-        method_def = infer.function_def(receiver.parent)
+        method_def = infer.function_def(call.func)
         if method_def is None:
             return False
         names = [a.name for a in (method_def.args.args or [])[1:]]
