@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 from astroid import nodes
 
 from ..analysis.semantic import dataflow, infer, loops
-from ..analysis.training import models, modes
+from ..analysis.training import evaluation, models, modes
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
@@ -122,7 +122,6 @@ class StuckEvalMode(Rule):
         super().__init__(ctx)
         self._reported: Set[int] = set()
         self._switches: Set[Tuple[int, int]] = set()
-        self._frozen: Optional[Set[str]] = None
 
     def visit_for(self, node: nodes.For) -> None:
         self._check_loop(node)
@@ -191,9 +190,7 @@ class StuckEvalMode(Rule):
 
     def _not_trained(self, loop: "loops.Loop", model: modes.ModelRef, events: List[modes.Event]) -> bool:
         """A frozen model, or one the loop's optimizers provably do not train (a teacher, an EMA copy)."""
-        if self._frozen is None:
-            self._frozen = modes.frozen_models(loop.root())
-        if model.terminal in self._frozen:
+        if evaluation.frozen_model(model.node, loops.enclosing_function(model.node)):
             return True
         owners = modes.trained_models(events)
         return owners is not None and model.terminal not in owners

@@ -93,9 +93,9 @@ def frozen_model(
 ) -> bool:
     """The model's forward records no graph of its own: ``model.requires_grad_(False)`` (also
     ``model.eval().requires_grad_(False)``) or ``for p in model.parameters(): p.requires_grad = False``
-    on the model (or an object it belongs to) in the function ``func``, or at module level for a
-    module-level model; or, with ``reaching`` (flow-sensitive Defs), every binding reaching it builds
-    a frozen model (``built_frozen``)."""
+    on the model (or an object it belongs to) in the function ``func``, at module level for a
+    module-level model, or in any method of the class for ``self.model``; or, with ``reaching``
+    (flow-sensitive Defs), every binding reaching it builds a frozen model (``built_frozen``)."""
     return _frozen_by_call(model, func) or (reaching is not None and built_frozen(model, reaching))
 
 
@@ -107,6 +107,10 @@ def _frozen_by_call(model: nodes.NodeNG, func: Optional[nodes.FunctionDef]) -> b
         root = root.expr
     if func is None or (isinstance(root, nodes.Name) and root.scope() is not func and root.name not in func.locals):
         scopes.append(model.root())
+    klass = func.parent if func is not None and func.is_method() else None
+    if isinstance(root, nodes.Name) and root.name == "self" and isinstance(klass, nodes.ClassDef):
+        # ``self.teacher.requires_grad_(False)`` in ``__init__`` freezes it for every method of the class
+        scopes.extend(m for m in klass.mymethods() if m is not func)
     for scope in scopes:
         texts = _FROZEN.get(id(scope))
         if texts is None:

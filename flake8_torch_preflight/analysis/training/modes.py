@@ -606,29 +606,6 @@ def report_anchor(event: Event, step: Event) -> nodes.Call:
     return path[shared]
 
 
-def frozen_models(module: nodes.Module) -> Set[str]:
-    """Last names of models frozen in the file: ``teacher.requires_grad_(False)``,
-    ``for p in teacher.parameters(): p.requires_grad = False``."""
-    frozen: Set[str] = set()
-    for call in module.nodes_of_class(nodes.Call):
-        if infer.method_name(call) != "requires_grad_":
-            continue
-        mode = call.args[0] if call.args else None
-        if isinstance(mode, nodes.Const) and mode.value is False:
-            owner = _owner_name(call.func.expr)  # type: ignore[union-attr]
-            if owner is not None:
-                frozen.add(owner)
-    for loop in module.nodes_of_class(nodes.For):
-        owner = _parameters_owner(loop.iter)
-        if owner is None:
-            continue
-        for assign in loop.nodes_of_class(nodes.Assign):
-            if isinstance(assign.value, nodes.Const) and assign.value.value is False:
-                if any(isinstance(t, nodes.AssignAttr) and t.attrname == "requires_grad" for t in assign.targets):
-                    frozen.add(owner)
-    return frozen
-
-
 def trained_models(events: List[Event]) -> Optional[Set[str]]:
     """Last names of the models whose parameters the optimizers stepped in ``events`` hold, and of
     the models holding them (``model`` for ``SGD(model.encoder.parameters())``).
