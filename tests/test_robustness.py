@@ -99,10 +99,14 @@ def test_gate_skips_files_that_cannot_involve_torch(monkeypatch) -> None:
     trainer = ("def validate(model, batches):\n    model.eval()\n    out = [model(b) for b in batches]\n"
                "    model.train()\n")
     engine.analyse_file("trainer.py", _lines(trainer), build.Settings())
+    paddle = "import paddle\n\n\ndef step(loss, opt):\n    opt.clear_grad()\n    loss.backward()\n    opt.step()\n"
+    engine.analyse_file("paddle_port.py", _lines(paddle), build.Settings())
+    both = "import paddle\nimport torch\n\n\ndef step(loss, opt):\n    loss.backward()\n    opt.step()\n"
+    engine.analyse_file("converter.py", _lines(both), build.Settings())
     # No torch import, but it receives tensors and steps an optimizer, or switches a model it receives
     # to eval and back: analysed.  A ``.backward(`` alone (turtle.py moves a pen backward), or an
-    # ``.eval()`` alone, is not enough.
-    assert calls == ["helper.py", "trainer.py"]
+    # ``.eval()`` alone, is not enough; a file of another framework that never names torch is skipped.
+    assert calls == ["helper.py", "trainer.py", "converter.py"]
 
 
 def test_helper_module_without_torch_import_is_still_checked() -> None:

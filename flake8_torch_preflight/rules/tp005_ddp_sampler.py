@@ -67,7 +67,9 @@ class DdpSampler(Rule):
         "dataset, so the N GPUs compute gradients on the same batches: each epoch costs N times the compute "
         "for the data of one GPU, and the effective batch is not what the script says. A DistributedSampler "
         "splits the indices per rank, but it shuffles with a seed plus the epoch number: without "
-        "sampler.set_epoch(epoch) at the start of every epoch each epoch replays the same order."
+        "sampler.set_epoch(epoch) at the start of every epoch each epoch replays the same order. A generator "
+        "of the project that cycles the loader (``while True: for batch in loader: yield batch``) starts a "
+        "new epoch on each pass; it needs set_epoch before each pass too."
     )
     leaves_alone = (
         "The rule only fires in files that wrap a model in DDP/FSDP or initialise a process group, and only "

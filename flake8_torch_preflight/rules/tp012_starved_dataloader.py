@@ -118,7 +118,9 @@ class StarvedDataLoader(Rule):
         "The loader is resolved as torch.utils.data.DataLoader through any alias. Not reported: loaders over "
         "data already in memory (a TensorDataset, a range, a literal list or a tensor; a dataset class of "
         "the project whose __getitem__ only indexes what __init__ loaded, pre-built graphs or pre-tokenized "
-        "samples included, with helpers of the project that do the same); MNIST, CIFAR, SVHN and the other "
+        "samples included, with helpers of the project that do the same, and with a transform its "
+        "constructor call hands it that only wraps the array in a tensor, such as a project class whose "
+        "__call__ returns torch.from_numpy(x)); MNIST, CIFAR, SVHN and the other "
         "torchvision datasets that hold their split as an array, when the transform only converts it "
         "(ToTensor, Normalize) and every loop reading the loader runs at most 10 epochs (a tutorial's "
         "demonstration run: workers would take only one small array conversion per item off the step, and are "
@@ -422,7 +424,7 @@ def _call_work(call: nodes.Call, depth: int) -> object:
     if isinstance(call.func, (nodes.Name, nodes.Attribute)):
         klass = infer.safe_infer(call.func)
         if isinstance(klass, nodes.ClassDef):
-            return _class_work(klass, depth)
+            return _class_work(klass, depth, call)
         func = infer.function_def(call.func)
         if func is not None and not _in_torch(func):
             returned = [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
@@ -457,6 +459,10 @@ def _converts_only(transform: nodes.NodeNG, depth: int) -> bool:
         return bool(values) and all(_converts_only(v, depth - 1) for v in values)
     if not isinstance(transform, nodes.Call) or not isinstance(transform.func, (nodes.Name, nodes.Attribute)):
         return False
+    klass = infer.safe_infer(transform.func)
+    if isinstance(klass, nodes.ClassDef) and not _in_torch(klass) and not klass.root().name.startswith("torchvision"):
+        call_method = klass.locals.get("__call__")  # a transform class of the project
+        return bool(call_method) and isinstance(call_method[0], nodes.FunctionDef) and _cheap(call_method[0], depth - 1)
     dotted = infer.dotted_name(transform.func) or ""
     if not dotted.startswith("torchvision.transforms"):
         return False
@@ -472,11 +478,12 @@ def _converts_only(transform: nodes.NodeNG, depth: int) -> bool:
     return name in CONVERSION_TRANSFORMS
 
 
-def _class_work(klass: nodes.ClassDef, depth: int) -> Optional[bool]:
+def _class_work(klass: nodes.ClassDef, depth: int, built: Optional[nodes.Call] = None) -> Optional[bool]:
     """Per-item work of a dataset class of the project (this file or a module it imports), read
     from its ``__getitem__`` (or ``__iter__``): True when it makes a call beyond ``CHEAP_ITEM_CALLS``,
     methods of builtin values and helpers of the project that are themselves cheap; False when it
-    only indexes what ``__init__`` loaded; None for a class of another package or without one."""
+    only indexes what ``__init__`` loaded; None for a class of another package or without one.
+    ``built``, the call that builds the dataset, tells what a transform it was handed does."""
     if _in_torch(klass):
         return None
     if infer.class_is_subclass_of(klass, IN_MEMORY_DATASETS):
@@ -490,14 +497,19 @@ def _class_work(klass: nodes.ClassDef, depth: int) -> Optional[bool]:
         if isinstance(method, nodes.FunctionDef):
             if _in_torch(method):
                 return None  # inherited from a torch base: the subclass's item is not shown
-            return not _cheap(method, depth)
+            return not _cheap(method, depth, built)
     return None
 
 
-def _cheap(func: nodes.FunctionDef, depth: int) -> bool:
-    """Every call ``func`` makes only builds values from memory (see ``_class_work``)."""
+def _cheap(func: nodes.FunctionDef, depth: int, built: Optional[nodes.Call] = None) -> bool:
+    """Every call ``func`` makes only builds values from memory (see ``_class_work``); ``built`` is the
+    call that built the dataset whose method ``func`` is: a transform it was handed
+    (``self.transform(x)``) that only converts counts as cheap."""
     for call in func.nodes_of_class(nodes.Call):
         if infer.call_name(call) in CHEAP_ITEM_CALLS:
+            continue
+        handed = _handed_transform(call, built)
+        if handed is not None and _converts_only(handed, depth - 1):
             continue
         if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
             return False
@@ -509,6 +521,41 @@ def _cheap(func: nodes.FunctionDef, depth: int) -> bool:
                 continue
         return False
     return True
+
+
+def _handed_transform(call: nodes.Call, built: Optional[nodes.Call]) -> Optional[nodes.NodeNG]:
+    """What the dataset's constructor call ``built`` passed for the ``self.<attr>`` that ``call``
+    invokes: the argument of the ``__init__`` parameter stored there (``self.transform = transform``),
+    or, for an attribute the class does not set itself (a torchvision base's ``transform``), the keyword
+    of that name."""
+    if built is None or not (isinstance(call.func, nodes.Attribute) and dataflow.is_self_attr(call.func)):
+        return None
+    attr = call.func.attrname
+    klass = infer.safe_infer(built.func)
+    init = klass.locals.get("__init__") if isinstance(klass, nodes.ClassDef) else None
+    if init and isinstance(init[0], nodes.FunctionDef):
+        params = [a.name for a in init[0].args.args or []][1:]
+        for assign in init[0].nodes_of_class(nodes.Assign):
+            stored = [t for t in assign.targets if isinstance(t, nodes.AssignAttr) and dataflow.is_self_attr(t)]
+            if any(t.attrname == attr for t in stored):
+                value = assign.value
+                if isinstance(value, nodes.Name) and value.name in params:
+                    return _argument_or_default(built, init[0], value.name, params.index(value.name))
+                return None
+        if attr in params:  # handed on to a base class that stores it (torchvision's ``transform``)
+            return _argument_or_default(built, init[0], attr, params.index(attr))
+    return infer.argument(built, attr) if attr in TRANSFORM_KEYWORDS else None
+
+
+def _argument_or_default(call: nodes.Call, init: nodes.FunctionDef, name: str, index: int) -> Optional[nodes.NodeNG]:
+    """The argument ``call`` passes for ``init``'s parameter ``name``, or its default when it passes none."""
+    given = infer.argument(call, name, index)
+    if given is not None or static_values.has_opaque_arguments(call):
+        return given
+    try:
+        return init.args.default_value(name)  # type: ignore[no-any-return]
+    except (AstroidError, RecursionError):
+        return None
 
 
 def _builtin_call(func: nodes.NodeNG) -> bool:

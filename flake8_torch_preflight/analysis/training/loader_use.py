@@ -176,6 +176,10 @@ def _flow(
             helper = loops.local_helper(parent) or launched_receiver_method(parent)
             if helper is not None:
                 param = _parameter_for(parent, child, helper)
+                if param is not None and _yielding_loops(helper, param):
+                    via = via + (parent,)  # ``cycle(loader)``: a generator of the project yielding its batches
+                    child, parent = parent, parent.parent
+                    continue
                 if param is not None:
                     for use in dataflow.name_uses(param):
                         _flow(use, depth - 1, uses, seen, via + (parent,), deep, key)
@@ -567,6 +571,21 @@ def _parameter_for(
     return None
 
 
+def _yielding_loops(func: nodes.FunctionDef, param: nodes.AssignName) -> List[nodes.For]:
+    """The ``for`` headers of generator ``func`` that iterate its parameter ``param`` and yield in their
+    body (``def cycle(it): while True: for b in it: yield b``): a call of ``func`` on a loader is an
+    iteration wrapper of the project, and the loops around those headers start new passes."""
+    if not func.is_generator():
+        return []
+    found = []
+    for header in func.nodes_of_class(nodes.For):
+        if not (isinstance(header.iter, nodes.Name) and header.iter.name == param.name):
+            continue
+        if header.scope() is func and any(True for _ in header.nodes_of_class((nodes.Yield, nodes.YieldFrom))):
+            found.append(header)
+    return found
+
+
 def _self_attr_uses(target: nodes.AssignAttr) -> List[nodes.Attribute]:
     klass = target.scope().parent.frame() if target.scope().parent is not None else None
     if not isinstance(klass, nodes.ClassDef):
@@ -620,6 +639,11 @@ def epoch_loops(loop: "loops.Loop", via: Tuple[nodes.Call, ...] = (), depth: int
     outer = list(loops.enclosing_loops(loop))
     for site in via:
         outer.extend(loops.enclosing_loops(site))
+        helper = loops.local_helper(site)
+        param = _parameter_for(site, site.args[0], helper) if helper is not None and site.args else None
+        if param is not None:
+            for header in _yielding_loops(helper, param):  # type: ignore[arg-type]
+                outer.extend(loops.enclosing_loops(header))  # ``while True: for b in it: yield b`` restarts it
     func = loop.scope()
     if outer or depth <= 0 or not isinstance(func, nodes.FunctionDef):
         return outer

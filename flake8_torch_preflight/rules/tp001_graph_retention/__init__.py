@@ -64,7 +64,11 @@ class GraphRetention(Rule):
         "caller (a model's forward, a chunked loss, a pipeline schedule). An autoregressive loop with no "
         "backward() whose stored output is computed from a state the previous step made (a decoder's hidden "
         "state) is not reported: that chain keeps every step's graph anyway, and the defect is the missing "
-        "no_grad. A method no tensor has (loss.get_loss() on a project's loss object) returns an unknown value."
+        "no_grad. A method no tensor has (loss.get_loss() on a project's loss object) returns an unknown value. "
+        "The indices half of a (values, indices) pair (``out.topk(k)[1]``, ``out.max(1)[1]``, ``.indices``) is "
+        "int64 and keeps no graph; the values half does. A backward called with the loss as its argument "
+        "(``engine.backward(loss)`` on a DeepSpeed engine, ``accelerator.backward(loss)``) differentiates the "
+        "loss, not the object it is called on: plain attributes of that object are not graphs."
     )
     example_bad = (
         "import torch\n"

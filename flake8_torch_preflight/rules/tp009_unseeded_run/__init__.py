@@ -59,7 +59,7 @@ from astroid import nodes
 from ...analysis.training import entrypoint
 from .randomness import (
     DRAW, INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, RESEED, SEED, TORCH, DataEffect, data_path, effect,
-    placed_seed, weights_replaced,
+    placed_seed, seed_choices, weights_replaced,
 )
 from .._base import MAX_MESSAGE, Rule, fit_message, register, text_gate
 
@@ -108,8 +108,10 @@ class UnseededRun(Rule):
         " A file with a seeding call, a seeding helper's call or its ``--seed`` option commented out"
         " (``# torch.manual_seed(1)``, ``# p.add_argument(\"--seed\", ...)``) has chosen to run unseeded."
         " A draw that only picks a port or names a path or run (``f\"tcp://localhost:{random.randrange(...)}\"``)"
-        " is not a training draw. A module other modules of the project import, whose ``__main__`` block only"
-        " trains on made-up tensors (no dataset, loader, environment or file), is a library's smoke test."
+        " is not a training draw, nor one that only chooses the seed the run then seeds with"
+        " (``args.seed = random.randint(1, 10000)`` handed to ``np.random.seed(args.seed)``): the generators"
+        " left unseeded are reported at their own first draw. A module other modules of the project import,"
+        " whose ``__main__`` block only trains on made-up tensors (no dataset, loader, environment or file), is a library's smoke test."
         " Processes started with fork (``multiprocessing.Process`` in the default context) inherit the"
         " parent's seed. Weights built before the seed but replaced by ``load_state_dict`` before training, and a"
         " model handed to a trainer that seeds in its constructor (Hugging Face ``Trainer``), are not reported as"
@@ -215,9 +217,13 @@ class _RandomState:
         #: Global generators drawn where the finding has no line: project modules the run calls into,
         #: and its data path (named in the message, never reported alone).
         self.unseen: Set[str] = set()
-        for call in self.calls:
-            found = effect(call)
+        effects = [effect(call) for call in self.calls]
+        choices = seed_choices(self.calls, effects)
+        for call, found in zip(self.calls, effects):
             if found is None:
+                continue
+            if id(call) in choices:
+                self.intent = True  # ``args.seed = random.randint(1, 10000)``: picks the seed, draws no training
                 continue
             if found.kind == SEED:
                 seeded |= found.generators

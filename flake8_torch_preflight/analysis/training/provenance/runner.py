@@ -56,7 +56,7 @@ from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 
 from ...setup import brain
-from ...semantic import dataflow, infer, loops, notes
+from ...semantic import dataflow, infer, loops, notes, static_values
 from .. import evaluation, grad, gradients, models
 from ..torch_names import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 from .callers import CallSites
@@ -98,6 +98,12 @@ STOP_METHODS = frozenset(
         "multinomial",
     }
 )
+
+#: Tensor methods and torch functions that return a ``(values, indices)`` pair: the indices are
+#: int64 and carry no graph.  Those of the second set return the pair only when given a dimension
+#: (``x.max(1)``; ``x.max()`` is one tensor, ``torch.max(a, b)`` the elementwise maximum).
+VALUES_INDICES = frozenset({"topk", "sort", "kthvalue", "mode", "cummax", "cummin"})
+VALUES_INDICES_WITH_DIM = frozenset({"max", "min", "median", "nanmedian"})
 
 #: Attributes of a tensor that are no graph (shape queries, the detached ``.data``).
 STOP_ATTRIBUTES = frozenset(
@@ -161,9 +167,6 @@ INPLACE_METHODS = frozenset({"copy_", "add_", "mul_", "sub_", "div_", "addcmul_"
 
 BACKWARD_METHODS = gradients.BACKWARD_METHODS
 
-#: Receivers of ``.backward(loss)`` that are not tensors (the loss is the argument): fallback by
-#: name when the receiver is not itself a graph.
-BACKWARD_OWNER = re.compile(r"accelerat|fabric|engine|trainer|deepspeed|^self$", re.IGNORECASE)
 
 #: Fallback by name: a ``with`` context that is not torch's but is named for grad mode makes the mode DYNAMIC.
 OPAQUE_GRAD_CONTEXT = re.compile(r"grad|inference", re.IGNORECASE)
@@ -653,7 +656,7 @@ class _Runner:
         if isinstance(node, nodes.Const):
             return CONSTANT
         if isinstance(node, nodes.Call):
-            return self.call(node, env)
+            return _values_indices(node, self.call(node, env))
         if isinstance(node, nodes.Attribute):
             return self.attribute(node, env)
         if isinstance(node, nodes.Subscript):
@@ -974,14 +977,10 @@ class _Runner:
             if isinstance(owner, nodes.Call) and infer.method_name(owner) == "scale" and owner.args:
                 targets.append(owner.args[0])  # scaler.scale(loss).backward()
             targets.append(owner)
-            owner_name = dataflow.terminal_name(owner)
-            if (
-                call.args
-                and not (receiver.sources or receiver.maybe)
-                and owner_name is not None
-                and BACKWARD_OWNER.search(owner_name)
-            ):
-                targets = [call.args[0]]  # accelerator.backward(loss)
+            if not gradients.is_tensor_backward(call) and not (receiver.sources or receiver.maybe):
+                # ``accelerator.backward(loss)``, ``engine.backward(loss)``, ``model.backward(loss)`` on a
+                # DeepSpeed engine: the receiver is no graph, the loss is the argument
+                targets = [call.args[0]]
         provs = []
         for target in targets:
             prov = self.p._expr.get(id(target), UNKNOWN)
@@ -1042,6 +1041,28 @@ def _receiver_roots(target: nodes.NodeNG) -> List[nodes.NodeNG]:
             node = node.value
         else:
             return []
+
+
+def _values_indices(call: nodes.Call, prov: Prov) -> Prov:
+    """The record of ``x.topk(k)`` / ``x.max(1)`` / ``torch.sort(x)``: a pair whose second element
+    (``[1]``, ``.indices``) is integer indices with no graph; other calls keep ``prov``."""
+    if not (prov.sources or prov.maybe) or prov.elts is not None:
+        return prov
+    name = infer.method_name(call)
+    qname = infer.dotted_name(call.func)
+    args = list(call.args)
+    if qname is not None and qname.startswith("torch.") and name is not None:
+        args = args[1:]  # ``torch.max(x, 1)``: the tensor is the first argument
+    elif not isinstance(call.func, nodes.Attribute):
+        return prov
+    if name in VALUES_INDICES_WITH_DIM:
+        if static_values.int_value(infer.argument(call, "dim") or (args[0] if args else None)) is None:
+            return prov
+    elif name not in VALUES_INDICES:
+        return prov
+    indices = stop(prov)
+    return Prov(prov.sources, prov.maybe, prov.params, prov.deps, prov.leaf, prov.stopped, elts=(prov, indices),
+                keys=(("indices", indices), ("values", prov)))
 
 
 def _first_argument(call: nodes.Call, keyword: str) -> Optional[nodes.NodeNG]:
