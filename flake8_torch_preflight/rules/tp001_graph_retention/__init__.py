@@ -7,7 +7,7 @@ from typing import FrozenSet, Optional, Sequence
 from astroid import nodes
 
 from . import accumulators
-from ...analysis.training import device, provenance
+from ...analysis.training import device, gradients, provenance
 from ...analysis.semantic import infer, loops
 from ...analysis.training.torch_names import DATALOADERS
 from ...analysis.training.provenance import Backward, Prov, Provenance, source_text
@@ -68,7 +68,10 @@ class GraphRetention(Rule):
         "The indices half of a (values, indices) pair (``out.topk(k)[1]``, ``out.max(1)[1]``, ``.indices``) is "
         "int64 and keeps no graph; the values half does. A backward called with the loss as its argument "
         "(``engine.backward(loss)`` on a DeepSpeed engine, ``accelerator.backward(loss)``) differentiates the "
-        "loss, not the object it is called on: plain attributes of that object are not graphs."
+        "loss, not the object it is called on: plain attributes of that object are not graphs. "
+        "A list bound fresh for each optimizer step and filled over that step's micro-batches "
+        "(``losses = []`` then a loop over ``x.chunk(n)`` backpropagating each chunk, then ``optimizer.step()``) "
+        "holds one step's handful and is dropped at the next."
     )
     example_bad = (
         "import torch\n"
@@ -243,6 +246,8 @@ class GraphRetention(Rule):
         loop = _stepping_loop(p, loop, store, root, defs)
         if loop is None:
             return False  # an enclosing step loop re-binds the container: bounded
+        if _one_step_of_micro_batches(defs, loop):
+            return False  # bound fresh per optimizer step, filled over that step's micro-batches: bounded
         in_loop = loops.loop_call_ids(loop)
         # Each iteration backpropagates one element (the last one kept, ``losses[i - 1]``): the
         # older ones are needed by no backward() and pile up.
@@ -342,6 +347,18 @@ def _stepping_loop(
     if found is not loop and accumulators.reset_in_loop(root, found, store):
         return None
     return found
+
+
+def _one_step_of_micro_batches(defs: FrozenSet, loop: "loops.Loop") -> bool:
+    """The container is bound fresh in a loop around ``loop`` whose iteration steps the optimizer outside
+    ``loop`` (``for x, y in loader: losses = []; for chunk in x.chunk(n): ... loss.backward();
+    losses.append(loss)`` then ``optimizer.step()``): it holds the micro-batches of one step and is
+    dropped at the next.  A list bound per epoch and filled per optimizer step is not bounded so."""
+    for outer in loops.enclosing_loops(loop):
+        if defs and all(loops.inside(d.node, outer) for d in defs):
+            around = [stmt for stmt in outer.body if stmt is not loop and not loops.inside(loop, stmt)]
+            return any(gradients.stepped_optimizer(call) is not None for call in loops.calls_in(around))
+    return False
 
 
 def _lives_for_one_step(p: Provenance, root: nodes.NodeNG, defs: FrozenSet, store: nodes.NodeNG) -> bool:

@@ -9,7 +9,7 @@ an unresolved ``torch.device``/device-named argument in a file with CUDA evidenc
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from astroid import nodes
 
@@ -18,6 +18,9 @@ from ...analysis.training import device, origins, training_step
 from . import invariance
 from ...analysis.training.torch_names import DATALOADERS, MODULE_BASES, VARIABLE
 from .._base import Rule, register, text_gate
+
+if TYPE_CHECKING:
+    from ...analysis.setup.build import FileContext
 
 #: Methods that move a receiver to the device (``.cpu()`` is a download, see ``device.transfer_target``).
 TO_DEVICE_METHODS = frozenset({"to", "cuda"})
@@ -82,7 +85,8 @@ class RedundantTransfer(Rule):
         " A transfer under a branch no run takes (``if DEBUG:`` with every assignment of the project "
         "leaving the flag False or None) is not reported, nor a copy that statements always run just before it "
         "in the same iteration or forward already made the host wait for (``.item()``, ``torch.unique``, "
-        "``repeat_interleave`` by a tensor of counts): it adds a small transfer, not a stall."
+        "``repeat_interleave`` by a tensor of counts): it adds a small transfer, not a stall. One statement "
+        "is one finding (``torch.cat((torch.ones(n, 1).cuda(), torch.zeros(n, k).cuda()))`` has one fix)."
     )
     example_bad = (
         "import torch\n"
@@ -116,6 +120,10 @@ class RedundantTransfer(Rule):
         "    optimizer.step()\n"
         "    optimizer.zero_grad()\n"
     )
+
+    def __init__(self, ctx: "FileContext") -> None:
+        super().__init__(ctx)
+        self._statements: List[nodes.NodeNG] = []  # statements already reported
 
     def visit_call(self, node: nodes.Call) -> None:
         method = infer.method_name(node)
@@ -164,6 +172,10 @@ class RedundantTransfer(Rule):
             return  # ``if DEBUG:`` with the flag off wherever the project sets it: no run copies it
         if fields.get("cost") == _PAID_COST:
             return  # the host already waited just before: the copy adds a small transfer, no stall
+        statement = node.statement()
+        if any(done is statement for done in self._statements):
+            return  # ``torch.cat((torch.ones(n, 1).cuda(), torch.zeros(n, k).cuda()))``: one fix, one finding
+        self._statements.append(statement)
         self.report(node, **fields)
 
 
