@@ -99,7 +99,8 @@ def test_gate_skips_files_that_cannot_involve_torch(monkeypatch) -> None:
     trainer = ("def validate(model, batches):\n    model.eval()\n    out = [model(b) for b in batches]\n"
                "    model.train()\n")
     engine.analyse_file("trainer.py", _lines(trainer), build.Settings())
-    paddle = "import paddle\n\n\ndef step(loss, opt):\n    opt.clear_grad()\n    loss.backward()\n    opt.step()\n"
+    paddle = ("import paddle\n\n\ndef step(loss, opt):  # as torch's, https://pytorch.org/docs\n"
+              "    opt.clear_grad()\n    loss.backward()\n    opt.step()\n")
     engine.analyse_file("paddle_port.py", _lines(paddle), build.Settings())
     both = "import paddle\nimport torch\n\n\ndef step(loss, opt):\n    loss.backward()\n    opt.step()\n"
     engine.analyse_file("converter.py", _lines(both), build.Settings())

@@ -1,7 +1,7 @@
 """TP012 starved-dataloader: a DataLoader with no worker processes or no pinned memory in a CUDA training file."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 
 from astroid import nodes
 from astroid.exceptions import AstroidError
@@ -51,7 +51,7 @@ CHEAP_MODULES = frozenset({"builtins", "random"})
 TRANSFORM_KEYWORDS = frozenset({"transform", "transforms"})
 
 #: How many bindings, wrappers and helpers are followed to the dataset's class.
-MAX_DATASET_DEPTH = 4
+MAX_DATASET_DEPTH = 6
 
 #: Per-item work of an array held in memory that is only converted to a tensor (``_torchvision_work``):
 #: real but small (tens of microseconds an item), so it matters over a long run, not a short one.
@@ -120,7 +120,8 @@ class StarvedDataLoader(Rule):
         "the project whose __getitem__ only indexes what __init__ loaded, pre-built graphs or pre-tokenized "
         "samples included, with helpers of the project that do the same, and with a transform its "
         "constructor call hands it that only wraps the array in a tensor, such as a project class whose "
-        "__call__ returns torch.from_numpy(x)); MNIST, CIFAR, SVHN and the other "
+        "__call__ returns torch.from_numpy(x), followed through a helper of the project that builds the "
+        "datasets and returns them in a tuple, its parameters bound to the call's arguments); MNIST, CIFAR, SVHN and the other "
         "torchvision datasets that hold their split as an array, when the transform only converts it "
         "(ToTensor, Normalize) and every loop reading the loader runs at most 10 epochs (a tutorial's "
         "demonstration run: workers would take only one small array conversion per item off the step, and are "
@@ -313,7 +314,14 @@ def _dict_mutated(name: nodes.Name) -> bool:
     return False
 
 
-def _per_item_work(dataset: object, depth: int) -> object:
+#: The arguments of the helper calls a dataset was followed through (``train, val = get_data(root,
+#: transform=t)`` into ``get_data``'s body): a parameter's binding, what the call passes for it.
+Bound = Mapping[nodes.NodeNG, nodes.NodeNG]
+
+_NOTHING_BOUND: Bound = {}
+
+
+def _per_item_work(dataset: object, depth: int, bound: Bound = _NOTHING_BOUND) -> object:
     """Whether reading one item of ``dataset`` does work that worker processes would take over
     (open or decode a file, run a transform or a tokenizer), read from what the expression is
     bound to: True when that work is seen, ``LIGHT`` for an in-memory array converted per item,
@@ -323,37 +331,82 @@ def _per_item_work(dataset: object, depth: int) -> object:
     no call site)."""
     if not isinstance(dataset, nodes.NodeNG) or depth <= 0:
         return None
+    dataset = _through(dataset, bound)
     if isinstance(dataset, (nodes.List, nodes.Tuple, nodes.ListComp)) or infer.call_name(dataset) == "range":
         return False  # batching indices or literals: DataLoader(range(num_edges), ...)
     if infer.is_instance_of(dataset, IN_MEMORY_DATASETS) or device.is_tensor(dataset):
         return False  # a TensorDataset, or a tensor indexed row by row
     if isinstance(dataset, (nodes.Name, nodes.Attribute)):
-        values = _dataset_values(dataset)
-        if values:
-            return _combine([_per_item_work(v, depth - 1) for v in values])
+        found_values = _dataset_values(dataset, bound)
+        if found_values:
+            values, inner = found_values
+            return _combine([_per_item_work(v, depth - 1, inner) for v in values])
     if isinstance(dataset, nodes.Subscript):
-        return _per_item_work(dataset.value, depth - 1)  # ``dataset[train_idx]``: a part of the same data
+        return _per_item_work(dataset.value, depth - 1, bound)  # ``dataset[train_idx]``: a part of the same data
     if isinstance(dataset, nodes.Call):
-        found = _call_work(dataset, depth)
+        found = _call_work(dataset, depth, bound)
         if found is not None:
             return found
     klass = infer.instance_class(dataset)
     return None if klass is None else _class_work(klass, depth)
 
 
-def _dataset_values(expr: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
-    """What a name or ``self.attr`` holding a dataset is bound to (``infer.bound_values``), or the
-    dataset ``random_split`` cut it from (``train, val = random_split(ds, ...)``)."""
+def _dataset_values(expr: nodes.NodeNG, bound: Bound) -> Optional[Tuple[List[nodes.NodeNG], Bound]]:
+    """What a name or ``self.attr`` holding a dataset is bound to (``infer.bound_values``), the
+    dataset ``random_split`` cut it from (``train, val = random_split(ds, ...)``), or the element a
+    project helper returns in that position (``train, val = get_data(root, transform=t)`` reads
+    ``return train_set, val_set`` with ``get_data``'s parameters bound to the call's arguments)."""
     values = infer.bound_values(expr)
     if values or not isinstance(expr, nodes.Name):
-        return values
+        return (values, bound) if values else None
     binding = dataflow.single_binding(expr)
     if binding is not None and isinstance(binding.parent, (nodes.Tuple, nodes.List)):
         assign = binding.parent.parent
         if isinstance(assign, nodes.Assign) and isinstance(assign.value, nodes.Call):
-            if infer.callee_qname(assign.value) in SPLITTERS and assign.value.args:
-                return [assign.value.args[0]]
+            call = assign.value
+            if infer.callee_qname(call) in SPLITTERS and call.args:
+                return [call.args[0]], bound
+            index = binding.parent.elts.index(binding)
+            returned = _returned_elements(call, index, len(binding.parent.elts))
+            if returned:
+                func, elements = returned
+                return elements, _call_bindings(call, func, bound)
     return None
+
+
+def _returned_elements(call: nodes.Call, index: int, count: int) -> Optional[Tuple[nodes.FunctionDef, List[nodes.NodeNG]]]:
+    """The function of the project ``call`` runs, and the ``index``-th element of every tuple of
+    ``count`` elements it returns (None when a return is anything else)."""
+    func = infer.function_def(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+    if func is None or _in_torch(func):
+        return None
+    returns = [r for r in func.nodes_of_class(nodes.Return) if r.scope() is func]
+    if not returns or not all(isinstance(r.value, nodes.Tuple) and len(r.value.elts) == count for r in returns):
+        return None
+    return func, [r.value.elts[index] for r in returns]
+
+
+def _call_bindings(call: nodes.Call, func: nodes.FunctionDef, bound: Bound) -> Bound:
+    """``bound`` plus ``func``'s parameters bound to what ``call`` passes (or their defaults)."""
+    passed = static_values.bind_arguments(call, func, lambda node, env: node, {})
+    if passed is None:
+        return bound
+    parameters = list(func.args.posonlyargs or []) + list(func.args.args or []) + list(func.args.kwonlyargs or [])
+    inner = dict(bound)
+    for parameter in parameters:
+        if parameter.name in passed and isinstance(passed[parameter.name], nodes.NodeNG):
+            inner[parameter] = passed[parameter.name]
+    return inner
+
+
+def _through(expr: nodes.NodeNG, bound: Bound) -> nodes.NodeNG:
+    """``expr``, or, for a parameter of a helper call the dataset was followed through, what that call
+    passes for it (in the caller's scope)."""
+    if bound and isinstance(expr, nodes.Name):
+        binding = dataflow.single_binding(expr)
+        if binding is not None and binding in bound:
+            return bound[binding]
+    return expr
 
 
 def _reads_few_batches(uses: "loader_use.Uses") -> bool:
@@ -407,7 +460,7 @@ def _range_count(loop: nodes.NodeNG) -> Optional[int]:
     return values[0] if len(values) == 1 else values[1] - values[0]
 
 
-def _call_work(call: nodes.Call, depth: int) -> object:
+def _call_work(call: nodes.Call, depth: int, bound: Bound = _NOTHING_BOUND) -> object:
     """Per-item work of the dataset a call builds: a torch wrapper of other datasets, a torchvision
     dataset, a class of the project, or an in-file function's returned dataset."""
     callee = infer.callee_qname(call)
@@ -416,20 +469,20 @@ def _call_work(call: nodes.Call, depth: int) -> object:
         if callee == "torch.utils.data.ConcatDataset" and len(inner) == 1:
             elements = inner[0].elts if isinstance(inner[0], (nodes.List, nodes.Tuple)) else None
             if elements is not None:
-                return _combine([_per_item_work(e, depth - 1) for e in elements])
-        return _combine([_per_item_work(a, depth - 1) for a in inner[:1]])
+                return _combine([_per_item_work(e, depth - 1, bound) for e in elements])
+        return _combine([_per_item_work(a, depth - 1, bound) for a in inner[:1]])
     dotted = infer.dotted_name(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
     if dotted is not None and dotted.startswith(TORCHVISION_DATASETS):
         return _torchvision_work(call, dotted)
     if isinstance(call.func, (nodes.Name, nodes.Attribute)):
         klass = infer.safe_infer(call.func)
         if isinstance(klass, nodes.ClassDef):
-            return _class_work(klass, depth, call)
+            return _class_work(klass, depth, call, bound)
         func = infer.function_def(call.func)
         if func is not None and not _in_torch(func):
             returned = [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
             if returned:
-                return _combine([_per_item_work(r, depth - 1) for r in returned])
+                return _combine([_per_item_work(r, depth - 1, _call_bindings(call, func, bound)) for r in returned])
     if any(kw.arg in TRANSFORM_KEYWORDS and not infer.is_none(kw.value) for kw in call.keywords or ()):
         return True  # a class that is not read, handed a transform it runs on every item
     return None
@@ -447,11 +500,12 @@ def _torchvision_work(call: nodes.Call, dotted: str) -> object:
     return True
 
 
-def _converts_only(transform: nodes.NodeNG, depth: int) -> bool:
+def _converts_only(transform: nodes.NodeNG, depth: int, bound: Bound = _NOTHING_BOUND) -> bool:
     """The transform only converts (``ToTensor()``, ``Normalize``, a ``Compose`` of those): no resizing,
     cropping or augmentation per item.  Unknown transforms count as work."""
     if depth <= 0:
         return False
+    transform = _through(transform, bound)
     if isinstance(transform, nodes.Const) and transform.value is None:
         return True
     if isinstance(transform, nodes.Name):
@@ -478,7 +532,9 @@ def _converts_only(transform: nodes.NodeNG, depth: int) -> bool:
     return name in CONVERSION_TRANSFORMS
 
 
-def _class_work(klass: nodes.ClassDef, depth: int, built: Optional[nodes.Call] = None) -> Optional[bool]:
+def _class_work(
+    klass: nodes.ClassDef, depth: int, built: Optional[nodes.Call] = None, bound: Bound = _NOTHING_BOUND
+) -> Optional[bool]:
     """Per-item work of a dataset class of the project (this file or a module it imports), read
     from its ``__getitem__`` (or ``__iter__``): True when it makes a call beyond ``CHEAP_ITEM_CALLS``,
     methods of builtin values and helpers of the project that are themselves cheap; False when it
@@ -497,11 +553,13 @@ def _class_work(klass: nodes.ClassDef, depth: int, built: Optional[nodes.Call] =
         if isinstance(method, nodes.FunctionDef):
             if _in_torch(method):
                 return None  # inherited from a torch base: the subclass's item is not shown
-            return not _cheap(method, depth, built)
+            return not _cheap(method, depth, built, bound)
     return None
 
 
-def _cheap(func: nodes.FunctionDef, depth: int, built: Optional[nodes.Call] = None) -> bool:
+def _cheap(
+    func: nodes.FunctionDef, depth: int, built: Optional[nodes.Call] = None, bound: Bound = _NOTHING_BOUND
+) -> bool:
     """Every call ``func`` makes only builds values from memory (see ``_class_work``); ``built`` is the
     call that built the dataset whose method ``func`` is: a transform it was handed
     (``self.transform(x)``) that only converts counts as cheap."""
@@ -509,7 +567,7 @@ def _cheap(func: nodes.FunctionDef, depth: int, built: Optional[nodes.Call] = No
         if infer.call_name(call) in CHEAP_ITEM_CALLS:
             continue
         handed = _handed_transform(call, built)
-        if handed is not None and _converts_only(handed, depth - 1):
+        if handed is not None and _converts_only(handed, depth - 1, bound):
             continue
         if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
             return False

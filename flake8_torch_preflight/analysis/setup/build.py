@@ -35,19 +35,24 @@ HELPER_MARKERS = (re.compile(r"\.backward\("), re.compile(r"zero_grad|\.step\(|o
 MODE_MARKERS = (re.compile(r"\.eval\(\)"), re.compile(r"\.train\(\)"))
 
 
-#: A file that imports another deep-learning framework and never names torch is that framework's code
-#: (a PaddlePaddle port beside the torch version: ``optimizer.clear_grad()`` is its ``zero_grad()``).
+#: A file that imports another deep-learning framework and imports neither torch nor a torch framework
+#: is that framework's code (a PaddlePaddle port beside the torch version: ``optimizer.clear_grad()`` is
+#: its ``zero_grad()``), even where a comment links to the PyTorch docs.
 OTHER_FRAMEWORKS = re.compile(
     r"(?m)^[ \t]*(?:import|from)[ \t]+(?:paddle|tensorflow|jax|flax|mindspore|oneflow|mxnet|megengine|jittor)\b"
+)
+TORCH_IMPORTS = re.compile(
+    r"(?m)^[ \t]*(?:import|from)[ \t]+"
+    r"(?:torch|lightning|pytorch_lightning|transformers|accelerate|timm|deepspeed|peft|trl|torchvision)\b"
 )
 
 
 def worth_analysing(source: str) -> bool:
     """The cheap gate run before any astroid work."""
+    if OTHER_FRAMEWORKS.search(source) and not TORCH_IMPORTS.search(source):
+        return False
     if TORCH_MARKERS.search(source):
         return True
-    if OTHER_FRAMEWORKS.search(source):
-        return False
     return any(all(marker.search(source) for marker in markers) for markers in (HELPER_MARKERS, MODE_MARKERS))
 
 
