@@ -121,7 +121,8 @@ class StarvedDataLoader(Rule):
         "samples included, with helpers of the project that do the same, and with a transform its "
         "constructor call hands it that only wraps the array in a tensor, such as a project class whose "
         "__call__ returns torch.from_numpy(x), followed through a helper of the project that builds the "
-        "datasets and returns them in a tuple, its parameters bound to the call's arguments); MNIST, CIFAR, SVHN and the other "
+        "datasets and returns them in a tuple, its parameters bound to the call's arguments); MNIST, CIFAR, "
+        "SVHN and the other "
         "torchvision datasets that hold their split as an array, when the transform only converts it "
         "(ToTensor, Normalize) and every loop reading the loader runs at most 10 epochs (a tutorial's "
         "demonstration run: workers would take only one small array conversion per item off the step, and are "
@@ -374,7 +375,9 @@ def _dataset_values(expr: nodes.NodeNG, bound: Bound) -> Optional[Tuple[List[nod
     return None
 
 
-def _returned_elements(call: nodes.Call, index: int, count: int) -> Optional[Tuple[nodes.FunctionDef, List[nodes.NodeNG]]]:
+def _returned_elements(
+    call: nodes.Call, index: int, count: int
+) -> Optional[Tuple[nodes.FunctionDef, List[nodes.NodeNG]]]:
     """The function of the project ``call`` runs, and the ``index``-th element of every tuple of
     ``count`` elements it returns (None when a return is anything else)."""
     func = infer.function_def(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
