@@ -240,3 +240,64 @@ def test_reads_trained_counts_reads_after_the_training_loop_only() -> None:
     after = _module(_DEMO.format(tail="print(loss)"))
     backwards = [c for c in after.nodes_of_class(nodes.Call) if c.func.as_string() == "loss.backward"]
     assert entrypoint.reads_trained(after, {"model", "loss"}, backwards)
+
+
+def test_made_up_inputs_reads_the_receiver_of_a_torch_tensor_method() -> None:
+    module = _module(
+        "import torch\nimport torch.nn as nn\nnet = nn.Linear(16, 4)\nxs = torch.randn(3, 16)\n"
+        "loss = net(xs).sum()\nfrom_file = net(torch.load('x.pt')).mean()\n"
+    )
+    names: set = set()
+    loss = next(n for n in module.nodes_of_class(nodes.AssignName) if n.name == "loss").parent.value
+    assert entrypoint.made_up_inputs(loss, names) and {"net", "xs"} <= names  # ``.sum()`` computes from net(xs)
+    loaded = next(n for n in module.nodes_of_class(nodes.AssignName) if n.name == "from_file").parent.value
+    assert not entrypoint.made_up_inputs(loaded)  # the receiver holds a file's tensor
+
+
+@pytest.mark.parametrize(
+    "header, expected",
+    [("for bins in (0, 2, 10):", True), ("for bins in [x, y]:", False), ("for bins in range(3):", True)],
+)
+def test_a_loop_over_constants_only_counts(header: str, expected: bool) -> None:
+    module = _module("x = y = 1\n{}\n    pass\n".format(header))
+    loop = next(module.nodes_of_class(nodes.For))
+    assert entrypoint._counting(loop) is expected
+
+
+_SMOKE = (
+    "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        self.proj = nn.Linear(16, 4)\n\n"
+    "    def forward(self, x):\n        return self.proj(x)\n\n\n"
+    "if __name__ == '__main__':\n    net = Net()\n    net.load_weights()\n"
+    "    net(torch.randn(2, 16)).sum().backward()\n"
+)
+
+
+def test_library_module_is_a_package_module_or_imported(tmp_path) -> None:
+    script = tmp_path / "check.py"
+    script.write_text(_SMOKE)
+    assert not entrypoint.library_module(build_module(_SMOKE, str(script)))  # a script beside nothing
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    inside = package / "check.py"
+    inside.write_text(_SMOKE)
+    assert entrypoint.library_module(build_module(_SMOKE, str(inside)))
+    assert not entrypoint.library_module(build_module(_SMOKE.split("if __name__")[0], str(inside)))  # no __main__
+
+
+def test_tp009_leaves_a_library_modules_main_check_alone(tmp_path) -> None:
+    from flake8_torch_preflight import engine
+    from flake8_torch_preflight.analysis.setup import build
+
+    source = _SMOKE + "    torch.save(net.state_dict(), 'net.pt')\n"  # keeps a result: not a made-up demo
+    lines = source.splitlines(True)
+    script = tmp_path / "check.py"
+    script.write_text(source)
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "check.py").write_text(source)
+    # a script whose backward steps nothing still draws its weights unseeded; in a package it is a check
+    assert [f.line for f in engine.analyse_file(str(script), lines, build.Settings())["TP009"]] == [8]
+    assert engine.analyse_file(str(package / "check.py"), lines, build.Settings())["TP009"] == []

@@ -115,7 +115,6 @@ class MissingNoGrad(Rule):
 
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__(ctx)
-        self._gradient_units: Dict[int, bool] = {}
         self._eval_scopes: Dict[int, bool] = {}
         self._found: List[Tuple[nodes.Call, Optional[nodes.FunctionDef], str]] = []
         self._kinds: Dict[int, Optional[str]] = {}
@@ -139,9 +138,9 @@ class MissingNoGrad(Rule):
                 return  # not a model's forward: no need to start the whole-file analysis
         model = node.func.expr if method else evaluation.model_expression(node)  # type: ignore[union-attr]
         mode = evaluation.mode_before(node, model, func or node.root())
-        why = self._evidence(node, func, named, split_loop, mode)
+        why = self._evidence(node, func, mode)
         shared: Optional[nodes.Call] = None
-        if why is None and func is not None and self._wants_gradients(func):
+        if why is None and func is not None and evaluation.takes_gradients(func):
             # one train/eval pass for both phases, run for evaluation by a call with its flag
             shared = evaluation.eval_pass_call(node, func, model)
             why = None if shared is None else "eval call at line {}".format(shared.lineno)
@@ -205,38 +204,23 @@ class MissingNoGrad(Rule):
         self,
         call: nodes.Call,
         func: Optional[nodes.FunctionDef],
-        named: bool,
-        split_loop: Optional["loops.Loop"],
         mode: Optional[Tuple[str, str]],
     ) -> Optional[str]:
-        """Why this is an evaluation, or None.  Each reason needs a unit without gradient use."""
-        if named and func is not None and not self._wants_gradients(func):
-            if mode is None or mode[0] != "train":
-                return "in {}()".format(func.name)
-        if split_loop is not None and not self._wants_gradients(split_loop):
-            return "in the loop over {}".format(_text(split_loop.iter, self.ctx.lines))  # type: ignore[union-attr]
-        if mode is not None and mode[0] == "eval":
-            unit = loops.innermost(call) or func
-            if unit is not None and not self._wants_gradients(unit):
-                return "after {}.eval()".format(mode[1])
-        return None
+        """Why this is an evaluation (``evaluation.evidence``), as the message says it, or None."""
+        found = evaluation.evidence(call, func, mode)
+        if found is None:
+            return None
+        reason, about = found
+        if reason == "named":
+            return "in {}()".format(about.name)  # type: ignore[attr-defined]
+        if reason == "split":
+            return "in the loop over {}".format(_text(about.iter, self.ctx.lines))  # type: ignore[attr-defined]
+        return "after {}.eval()".format(about)
 
     def _has_eval_calls(self, scope: nodes.NodeNG) -> bool:
         cached = self._eval_scopes.get(id(scope))
         if cached is None:
             cached = self._eval_scopes[id(scope)] = evaluation.has_eval_calls(scope)
-        return cached
-
-    def _wants_gradients(self, unit: nodes.NodeNG) -> bool:
-        """The function or loop calls backward()/autograd.grad/requires_grad_ (helpers included)."""
-        cached = self._gradient_units.get(id(unit))
-        if cached is None:
-            if isinstance(unit, (nodes.For, nodes.While)):
-                calls = loops.loop_calls(unit)
-            else:
-                calls = loops.calls_in(list(unit.body))  # type: ignore[attr-defined]
-            cached = any(evaluation.uses_gradients(c) for c in calls)
-            self._gradient_units[id(unit)] = cached
         return cached
 
 

@@ -375,12 +375,11 @@ COUNTING_ITERABLES = frozenset({"range", "itertools.count", "tqdm.trange", "tqdm
 
 
 def library_self_test(module: nodes.Module, calls: List[nodes.Call]) -> bool:
-    """The file is a library with a smoke or memory test, not a run: another module of the project
-    imports it (``imported_by_project``), and its ``__main__`` block trains on made-up tensors only
-    (``torch.randn`` inputs): no call of the run reads data (``reads_data``)."""
-    if not any(is_main_guard(statement) for statement in module.body) or not imported_by_project(module):
-        return False
-    return not any(reads_data(call) for call in calls)
+    """The file is a library with a smoke or memory test, not a run: a module of a library
+    (``library_module``: imported by another module of the project, or in a package), whose
+    ``__main__`` block trains on made-up tensors only (``torch.randn`` inputs): no call of the run
+    reads data (``reads_data``)."""
+    return library_module(module) and not any(reads_data(call) for call in calls)
 
 
 def reads_data(call: nodes.Call) -> bool:
@@ -541,6 +540,8 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
         if _computes_from_arguments(func):
             if names is not None and infer.is_instance_of(func, MODULE_BASES):
                 names.add(dataflow.binding_text(func))  # the module trained
+            if isinstance(func, nodes.Attribute) and not isinstance(infer.safe_infer(func.expr), nodes.Module):
+                return [func.expr] + arguments  # a tensor method resolved in torch: ``net(xs).sum()``
             return arguments
         if isinstance(func, nodes.Attribute):
             if infer.is_instance_of(func.expr, MODULE_BASES):
@@ -632,10 +633,13 @@ def _probe(call: nodes.Call) -> bool:
 
 
 def _counting(loop: nodes.NodeNG) -> bool:
-    """A ``while`` loop, or a ``for`` over ``range(n)`` (wrapped or not: ``tqdm(range(n))``)."""
+    """A ``while`` loop, a ``for`` over ``range(n)`` (wrapped or not: ``tqdm(range(n))``), or over a
+    literal of constants (``for bins in (0, 2, 10):``, settings tried in turn)."""
     if not isinstance(loop, nodes.For):
         return isinstance(loop, nodes.While)
     iterable = loop.iter
+    if isinstance(iterable, (nodes.Tuple, nodes.List, nodes.Set)):
+        return all(isinstance(element, nodes.Const) for element in iterable.elts)
     while isinstance(iterable, nodes.Call) and isinstance(iterable.func, (nodes.Name, nodes.Attribute)):
         name = infer.dotted_name(iterable.func) or infer.call_name(iterable) or ""
         if name in COUNTING_ITERABLES:
@@ -692,6 +696,20 @@ def _training_end(backward: nodes.Call) -> int:
     """The last line of the outermost loop of its function that repeats ``backward`` (its own line outside loops)."""
     enclosing = loops.enclosing_loops(backward)
     return enclosing[-1].tolineno if enclosing else backward.lineno
+
+
+def library_module(module: nodes.Module) -> bool:
+    """The file is a module of a library with a ``__main__`` check, not a script: it has a
+    ``__main__`` block, and another module of the project imports it (``imported_by_project``) or its
+    folder is a package (an ``__init__.py`` beside it)."""
+    if not any(is_main_guard(statement) for statement in module.body):
+        return False
+    if imported_by_project(module):
+        return True
+    path = getattr(module, "file", None)
+    if not path or not str(path).endswith(".py"):
+        return False
+    return os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(str(path))), "__init__.py"))
 
 
 def imported_by_project(module: nodes.Module) -> bool:

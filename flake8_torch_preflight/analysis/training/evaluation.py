@@ -192,6 +192,47 @@ def split_loop(call: nodes.Call) -> Optional["loops.Loop"]:
     return None
 
 
+_TAKES_GRADIENTS: "Dict[nodes.NodeNG, bool]" = memo.per_file()
+
+
+def takes_gradients(unit: nodes.NodeNG) -> bool:
+    """A function or a loop calls backward(), autograd.grad or requires_grad_ (``uses_gradients``),
+    in its body or in the helpers of the file it calls; asked once per unit and file."""
+    found = _TAKES_GRADIENTS.get(unit)
+    if found is None:
+        if isinstance(unit, (nodes.For, nodes.While)):
+            calls = loops.loop_calls(unit)
+        else:
+            calls = loops.calls_in(list(unit.body))  # type: ignore[attr-defined]
+        found = _TAKES_GRADIENTS[unit] = any(uses_gradients(c) for c in calls)
+    return found
+
+
+#: Why a forward is an evaluation (``evidence``): the reason, and the function, loop or model text it names.
+Evidence = Tuple[str, object]
+
+
+def evidence(
+    call: nodes.Call, func: Optional[nodes.FunctionDef], mode: Optional[Tuple[str, str]]
+) -> Optional[Evidence]:
+    """Why the forward ``call`` (in ``func``, the model's last switch ``mode`` before it, from
+    ``mode_before``) evaluates, or None: ``("named", func)`` in a function named for an evaluation
+    and not switched to train(); ``("split", loop)`` in a loop over a held-out split; ``("eval",
+    model text)`` after the model's eval().  Each needs a unit (that function or loop) that takes no
+    gradients (``takes_gradients``)."""
+    if func is not None and eval_named(func) and not takes_gradients(func):
+        if mode is None or mode[0] != "train":
+            return "named", func
+    loop = split_loop(call)
+    if loop is not None and not takes_gradients(loop):
+        return "split", loop
+    if mode is not None and mode[0] == "eval":
+        unit = loops.innermost(call) or func
+        if unit is not None and not takes_gradients(unit):
+            return "eval", mode[1]
+    return None
+
+
 def has_eval_calls(scope: nodes.NodeNG) -> bool:
     """Any ``x.eval()``/``x.train(False)`` in the function (or the module body and its functions)."""
     for call in scope.nodes_of_class(nodes.Call):

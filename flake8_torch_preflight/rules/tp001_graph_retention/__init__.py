@@ -7,7 +7,7 @@ from typing import FrozenSet, Optional, Sequence
 from astroid import nodes
 
 from . import accumulators
-from ...analysis.training import device, gradients, provenance
+from ...analysis.training import device, evaluation, gradients, provenance
 from ...analysis.semantic import infer, loops
 from ...analysis.training.torch_names import DATALOADERS
 from ...analysis.training.provenance import Backward, Prov, Provenance, source_text
@@ -71,7 +71,10 @@ class GraphRetention(Rule):
         "loss, not the object it is called on: plain attributes of that object are not graphs. "
         "A list bound fresh for each optimizer step and filled over that step's micro-batches "
         "(``losses = []`` then a loop over ``x.chunk(n)`` backpropagating each chunk, then ``optimizer.step()``) "
-        "holds one step's handful and is dropped at the next."
+        "holds one step's handful and is dropped at the next. A loop with no backward() whose kept graph "
+        "comes from a forward written in it that evaluates with autograd on (after model.eval(), over a "
+        "held-out split, in a function named for an evaluation) is TP002's finding: one torch.no_grad() "
+        "fixes both, so one root cause gives one finding."
     )
     example_bad = (
         "import torch\n"
@@ -264,6 +267,8 @@ class GraphRetention(Rule):
         per_iteration = [b for b in p.backwards if id(b.call) in in_loop]
         covering = [b for b in per_iteration if any(b is e for e in by_element) or p.covers(b, stored)]
         if not per_iteration:
+            if _evaluation_pass(p, loop, stored):
+                return False  # an evaluation loop with autograd on: one root cause, TP002's missing no_grad
             if _escapes(p, scope, holders, root, defs):
                 return False  # handed to the caller, who may backpropagate it (a forward, a chunked loss)
             if _chained_by_recurrence(p, loop, stored, holders):
@@ -347,6 +352,24 @@ def _stepping_loop(
     if found is not loop and accumulators.reset_in_loop(root, found, store):
         return None
     return found
+
+
+def _evaluation_pass(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:
+    """The graph kept comes from a forward of ``loop`` that evaluates with autograd on
+    (``evaluation.evidence``: after model.eval(), over a held-out split, in a function named for an
+    evaluation) and no unit around it takes gradients: the defect is the missing ``no_grad``, whose
+    fix also drops what is kept."""
+    sources = p.source_calls(stored)
+    for call in loop.nodes_of_class(nodes.Call):  # written in the loop: a helper's forward may train elsewhere
+        if id(call) not in sources or p.call_kind(call) not in (provenance.MODEL_CALL, provenance.MAYBE_MODEL_CALL):
+            continue
+        if p.grad_mode(call) != provenance.ON:
+            continue
+        func = loops.enclosing_function(call)
+        mode = evaluation.mode_before(call, evaluation.model_expression(call), func or call.root())
+        if evaluation.evidence(call, func, mode) is not None:
+            return True
+    return False
 
 
 def _one_step_of_micro_batches(defs: FrozenSet, loop: "loops.Loop") -> bool:

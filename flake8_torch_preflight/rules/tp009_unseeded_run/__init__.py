@@ -110,9 +110,10 @@ class UnseededRun(Rule):
         " A draw that only picks a port or names a path or run (``f\"tcp://localhost:{random.randrange(...)}\"``)"
         " is not a training draw, nor one that only chooses the seed the run then seeds with"
         " (``args.seed = random.randint(1, 10000)`` handed to ``np.random.seed(args.seed)``): the generators"
-        " left unseeded are reported at their own first draw. A module other modules of the project import,"
-        " whose ``__main__`` block only trains on made-up tensors (no dataset, loader, environment or file),"
-        " is a library's smoke test."
+        " left unseeded are reported at their own first draw. A module of a library (one another module of"
+        " the project imports, or one in a package folder) whose ``__main__`` block only trains on made-up"
+        " tensors (no dataset, loader, environment or file), or runs a backward that no optimizer step"
+        " follows, is a library's smoke test."
         " Processes started with fork (``multiprocessing.Process`` in the default context) inherit the"
         " parent's seed. Weights built before the seed but replaced by ``load_state_dict`` before training, and a"
         " model handed to a trainer that seeds in its constructor (Hugging Face ``Trainer``), are not reported as"
@@ -173,9 +174,9 @@ class UnseededRun(Rule):
         if any(state.reseeded for state in states):
             return  # ``random.seed(int(time.time() * 1000) + idx)`` per item: every run differs by design
         if not entrypoint.updates_parameters(everything) and (
-            not any(state.weights for state in states) or _op_self_test(everything)
+            not any(state.weights for state in states) or _op_self_test(everything) or entrypoint.library_module(node)
         ):
-            return  # a backward that changes nothing, through no module's weights or in an op's test: a gradient check
+            return  # a backward that changes nothing: a gradient check, or a library module's __main__ check
         findings = [finding for state in states for finding in state.findings()]
         if findings and entrypoint.library_self_test(node, calls):
             return  # a module the project imports, whose __main__ block trains on made-up tensors

@@ -128,6 +128,16 @@ class Provenance(Analysis):
         """Ids of the Defs ``prov`` was computed from (transitively) that themselves carry a graph."""
         return {ident for ident in self._closure(prov) if self._carries(ident)}
 
+    def source_calls(self, prov: Prov) -> FrozenSet[int]:
+        """Ids of the source nodes (forwards, losses, leaves) whose graph ``prov`` may carry, directly or
+        through the bindings it was computed from."""
+        found: Set[int] = set(prov.sources | prov.maybe)
+        for ident in self._closure(prov):
+            d = self._defs_by_id.get(ident)
+            if d is not None:
+                found |= d.prov.sources | d.prov.maybe
+        return frozenset(found)
+
     def depends_on(self, prov: Prov, idents: "FrozenSet[int] | Set[int]") -> bool:
         """``prov`` was computed, directly or through other bindings, from one of the Defs ``idents``."""
         return bool(idents) and not self._closure(prov).isdisjoint(idents)
