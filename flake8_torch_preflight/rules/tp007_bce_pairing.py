@@ -24,8 +24,8 @@ from typing import Optional, Tuple
 
 from astroid import nodes
 
-from ..analysis.semantic import branches, infer
-from ..analysis.training import origins
+from ..analysis.semantic import branches, dataflow, infer
+from ..analysis.training import models, origins
 from ..analysis.training.torch_names import CROSS_ENTROPY_CLASSES, LOG_SOFTMAX_LOSSES, SIGMOID_FUNCTIONS, SIGMOID_LAYERS
 from ._base import Rule, register, text_gate
 
@@ -158,9 +158,46 @@ class BcePairing(Rule):
                 self.report(node, what=what.format(found.text), loss=need[1], cost=cost, fix=fix)
                 return
             if found is None and need[0] == "sigmoid" and cross_entropy is not None:
+                if _may_output_probabilities(first):
+                    return  # ``Sequential(..., Sigmoid()) if k == 2 else ...``: the same choice may pick both
                 what, cost, fix = _MESSAGES["scores"]
                 self.report(node, what=what.format(cross_entropy), loss=need[1], cost=cost, fix=fix)
                 return
+
+
+#: Levels of plain assignments followed back from a loss input to the module call that made it.
+_INPUT_HOPS = 3
+
+
+def _may_output_probabilities(expr: nodes.NodeNG) -> bool:
+    """``expr`` is (through plain assignments and shape methods) the output of a module whose class,
+    read in the file or the project, builds a sigmoid layer somewhere (``self.seq = Sequential(...,
+    Sigmoid()) if k == 2 else ...``): which branch runs is not known, so the output may be
+    probabilities."""
+    for _ in range(_INPUT_HOPS):
+        if isinstance(expr, nodes.IfExp):
+            return _may_output_probabilities(expr.body) or _may_output_probabilities(expr.orelse)
+        if isinstance(expr, nodes.Name):
+            values = infer.bound_values(expr)
+            binding = dataflow.single_binding(expr) if not values else None
+            if binding is not None and isinstance(binding.parent, nodes.Tuple):
+                assign = binding.parent.parent  # ``real_pre, real_label = classifier(real)``: the module's output
+                values = [assign.value] if isinstance(assign, nodes.Assign) else None
+            if not values or len(values) != 1:
+                return False
+            expr = values[0]
+        while isinstance(expr, nodes.Call) and isinstance(expr.func, nodes.Attribute) and \
+                expr.func.attrname in origins.SHAPE_METHODS:
+            expr = expr.func.expr  # ``head(x).view(-1)``
+        if isinstance(expr, nodes.Call):
+            forward = isinstance(expr.func, nodes.Attribute) and expr.func.attrname == "forward"
+            classes = models.model_classes(expr.func.expr if forward else expr.func)  # type: ignore[union-attr]
+            return bool(classes) and any(
+                infer.callee_qname(call) in SIGMOID_LAYERS or infer.callee_qname(call) in SIGMOID_FUNCTIONS
+                for klass in classes  # type: ignore[union-attr]
+                for call in klass.nodes_of_class(nodes.Call)
+            )
+    return False
 
 
 def _expected_input(loss: nodes.NodeNG, scores: bool = False) -> Optional[Tuple[str, str]]:

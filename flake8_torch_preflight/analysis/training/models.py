@@ -374,6 +374,13 @@ def mode_dependent(expr: nodes.NodeNG) -> Optional[bool]:
     return None if None in answers else False
 
 
+def model_classes(expr: nodes.NodeNG) -> Optional[List[nodes.ClassDef]]:
+    """The classes the module ``expr`` may be an instance of, through aliases, ``.to(dev)``, wrappers
+    and call-site parameters (as ``mode_dependent`` reads them); None when a binding is not read."""
+    built = _constructions(expr, MODE_DEPTH)
+    return [cls for cls, _ in built] if built else None
+
+
 def _constructions(expr: nodes.NodeNG, depth: int) -> Optional[List["tuple[nodes.ClassDef, Optional[nodes.Call]]"]]:
     """The classes (with their constructor calls, when seen) ``expr`` may be an instance of, through
     aliases, ``model.to(dev)``/``model.train()``, wrappers (DDP, ``torch.compile``) and parameters
