@@ -526,12 +526,27 @@ def _always(expr: nodes.NodeNG, made: Callable[[nodes.NodeNG], bool], hops: int 
     """``made`` holds for ``expr`` once moves and casts are stripped (``torch.ones(...).cuda()``),
     inline or for every assignment reaching a name, unpacked literal tuples included
     (``x = torch.rand(...)`` then ``if use_gpu: x = x.cuda()``; ``x, y = Variable(x, ...), y``)."""
-    while isinstance(expr, nodes.Call) and infer.method_name(expr) in _MOVES and isinstance(expr.func, nodes.Attribute):
-        expr = expr.func.expr
+    expr = _unmoved(expr)
     if isinstance(expr, nodes.Name) and hops > 0:
         values = dataflow.assigned_values(expr, unpack=True)
+        others = [v for v in values or () if not _moves_name(v, expr.name)]
+        if others:  # ``x = x.cuda()`` moves one of the other values reaching here: those decide
+            values = others
         return bool(values) and all(_always(value, made, hops - 1) for value in values)  # type: ignore[union-attr]
     return made(expr)
+
+
+def _moves_name(value: nodes.NodeNG, name: str) -> bool:
+    """``value`` is the name ``name`` moved or cast (``x.cuda()`` assigned back to ``x``)."""
+    inner = _unmoved(value)
+    return isinstance(inner, nodes.Name) and inner.name == name
+
+
+def _unmoved(expr: nodes.NodeNG) -> nodes.NodeNG:
+    """``expr`` with its moves and casts stripped (``torch.ones(...).cuda()``: ``torch.ones(...)``)."""
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in _MOVES and isinstance(expr.func, nodes.Attribute):
+        expr = expr.func.expr
+    return expr
 
 
 def enables_grad(node: nodes.NodeNG) -> bool:

@@ -169,11 +169,22 @@ def _reduces_by_sum(call: nodes.Call) -> bool:
     return isinstance(average, nodes.Const) and average.value is False
 
 
+#: Leading words that make a name an accessor or a factory of a model (``unwrap_model``,
+#: ``create_softmax_model``, ``get_encoder``), which returns a module, not a forward's output.
+FACTORY_VERBS = frozenset(
+    {"get", "build", "create", "make", "load", "init", "unwrap", "setup", "prepare", "wrap", "copy", "save",
+     "freeze", "unfreeze", "to", "set", "register", "export", "convert", "instantiate", "configure"}
+)
+
+
 def model_named(expr: nodes.NodeNG) -> bool:
     """Name-based fallback: an unresolved callee named like a model (``model``, ``net``,
-    ``self.encoder``, ``netG``).  Never enough on its own to report anything."""
+    ``self.encoder``, ``netG``), not like an accessor or factory of one (``unwrap_model``,
+    ``build_model``: ``FACTORY_VERBS``).  Never enough on its own to report anything."""
     name = dataflow.terminal_name(expr)
-    return name is not None and MODEL_NAME.search(name) is not None
+    if name is None or name.split("_", 1)[0].lower() in FACTORY_VERBS and "_" in name:
+        return False
+    return MODEL_NAME.search(name) is not None
 
 
 def _kind(expr: nodes.NodeNG, depth: int) -> Optional[str]:
