@@ -14,3 +14,14 @@ FIXTURE_FILES = sorted(FIXTURES.glob("*.py"))
 def test_fixture(path: Path) -> None:
     expected, actual, table = compare(path)
     assert actual == expected, table
+
+
+def test_tp012_asks_a_restarted_loader_for_persistent_workers() -> None:
+    from harness import run_plugin
+
+    path = FIXTURES / "tp012_restarted.py"
+    source = path.read_text()
+    restarted = run_plugin(path, source, ["TP012"])
+    assert [(line, "persistent_workers=True" in message) for line, _, message in restarted] == [(25, True)]
+    once = source.replace("            batches = iter(loader)\n            x = next(batches)\n", "            break\n")
+    assert [("persistent_workers" in message) for _, _, message in run_plugin(path, once, ["TP012"])] == [False]

@@ -9,7 +9,7 @@ from astroid.exceptions import AstroidError
 from ..analysis.semantic import dataflow, infer, loops, static_values
 from ..analysis.training import device, entrypoint, loader_use, training_step
 from ..analysis.training.torch_names import DATALOADERS
-from ._base import Rule, register, text_gate
+from ._base import MAX_MESSAGE, Rule, fit_message, register, text_gate
 
 if TYPE_CHECKING:
     from ..analysis.setup.build import FileContext
@@ -112,7 +112,9 @@ class StarvedDataLoader(Rule):
         "message names a missing pin_memory. A loader that only lacks pinned memory is reported when the "
         "loop training from it copies its batches with non_blocking=True. Worker processes are started with "
         "spawn on Windows and macOS, which re-imports the script: the fix then needs an `if __name__ == "
-        "\"__main__\":` guard, and the message says so when the file has none."
+        "\"__main__\":` guard, and the message says so when the file has none. A loader whose iterator the "
+        "step loop makes again each time it runs out (``batches = iter(loader)`` under ``except StopIteration``) "
+        "would start its workers at every pass: the fix adds persistent_workers=True."
     )
     leaves_alone = (
         "The loader is resolved as torch.utils.data.DataLoader through any alias. Not reported: loaders over "
@@ -240,7 +242,8 @@ class StarvedDataLoader(Rule):
             return  # every loop over it stops after a few batches: a pool would cost more than it saves
         if not self._consumers.feeds_run(node):
             return  # batches reach no training or evaluation of the trained model here
-        self.report(node, **_wording(problems, module))
+        restarted = _restarted_in_step(self._consumers.flows(node))
+        self.report(node, **_wording(problems, module, restarted))
 
 
 def _settings(call: nodes.Call) -> Optional[Dict[str, object]]:
@@ -661,9 +664,28 @@ def _copies_non_blocking(uses: "loader_use.Uses") -> bool:
     return False
 
 
-def _wording(problems: List[str], module: nodes.Module) -> Dict[str, str]:
+def _restarted_in_step(uses: "loader_use.Uses") -> bool:
+    """The loader's iterator is made again inside the loop that steps (``it = iter(loader)`` in an
+    ``except StopIteration:`` of the step loop): a small loader read in passes of a few steps, whose
+    workers would start again at each pass unless they persist."""
+    texts = {dataflow.binding_text(b) for b in uses.bindings}
+    if not texts or not uses.bindings:
+        return False
+    for call in uses.bindings[0].root().nodes_of_class(nodes.Call):
+        if infer.call_name(call) != "iter" or not isinstance(call.func, nodes.Name) or len(call.args) != 1:
+            continue
+        if dataflow.binding_text(call.args[0]) not in texts:
+            continue
+        loop = loops.innermost(call)
+        if loop is not None and training_step.owns_step(loop):
+            return True
+    return False
+
+
+def _wording(problems: List[str], module: nodes.Module, restarted: bool = False) -> Dict[str, str]:
     """The message's fields for ``problems``.  Worker processes need the ``__main__`` guard where
-    the start method is spawn (Windows, macOS), so the fix says so when the file has none."""
+    the start method is spawn (Windows, macOS), so the fix says so when the file has none; a loader
+    whose iterator the step loop makes again needs them to persist (``restarted``)."""
     workers = any("num_workers" in p for p in problems)
     pinned = any("pin_memory" in p for p in problems)
     fix = []
@@ -673,7 +695,16 @@ def _wording(problems: List[str], module: nodes.Module) -> Dict[str, str]:
     if pinned:
         fix.append("pin_memory=True")
     cost = "GPU waits on loading" if workers else "copies cannot overlap compute"
-    return {"problems": ", ".join(problems), "cost": cost, "fix": ", ".join(fix)}
+    plain = {"problems": ", ".join(problems), "cost": cost, "fix": ", ".join(fix)}
+    if not (workers and restarted):
+        return plain
+    # the first wording that fits: the workers must persist, or each new pass starts them again
+    persistent = fix[:1] + ["persistent_workers=True"] + fix[1:]
+    for cost, kept in (("GPU waits on loading", persistent), ("GPU waits", persistent), ("GPU waits", persistent[:2])):
+        fields = dict(plain, cost=cost, fix=", ".join(kept))
+        if len(fit_message(StarvedDataLoader.message, fields)) <= MAX_MESSAGE:
+            return fields
+    return plain
 
 
 def _problems(settings: Dict[str, object]) -> List[str]:
