@@ -141,3 +141,16 @@ def test_alternatives(source: str, expected: object) -> None:
     last = [n for n in uses if n.as_string() in ("loss", "self.f")][-1]
     found = branches.alternatives(last)
     assert (None if found is None else [n.as_string() for n in found]) == expected
+
+
+def test_a_test_on_local_literals_is_decided_by_its_value(tmp_path: Path) -> None:
+    source = (
+        "import os\n\n\ndef run():\n    world_size = 1\n    if world_size > 1:\n        print('dist')\n"
+        "    n = int(os.environ['N'])\n    if n > 1:\n        print('maybe')\n\n\n"
+        "def other(world_size):\n    if world_size > 1:\n        print('caller decides')\n"
+    )
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "bench.py").write_text(source)
+    module = build_module(source, str(tmp_path / "bench.py"))
+    ifs = list(module.nodes_of_class(nodes.If))
+    assert [branches.never_taken(branch) for branch in ifs] == [True, False, False]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, List, Optional, Set
 
 from astroid import nodes
 
-from ..analysis.semantic import dataflow, infer, loops
+from ..analysis.semantic import branches, dataflow, infer, loops
 from ..analysis.training import gradients, loader_use
 from ..analysis.training.torch_names import DATALOADERS, MODEL_WRAPPERS
 from ._base import Rule, register, text_gate
@@ -77,7 +77,9 @@ class DdpSampler(Rule):
         "step at all, one that hands its batches to code the file cannot read); Accelerate's prepare(), "
         "Lightning, IterableDatasets and rank-0-only loaders are left alone. Where the process group is set "
         "up elsewhere (an imported init_dist()), a DistributedSampler the file builds is still checked for "
-        "set_epoch (unless num_replicas=1), but loaders without one are not judged."
+        "set_epoch (unless num_replicas=1), but loaders without one are not judged. A wrapper or process "
+        "group under a branch no run takes (``world_size = 1`` then ``if world_size > 1: model = DDP(model)``) "
+        "starts no distributed run."
     )
     example_bad = (
         "import torch\n"
@@ -141,7 +143,10 @@ class DdpSampler(Rule):
 
     def leave_module(self, node: nodes.Module) -> None:
         names = _distributed_names(node)
-        started = any(infer.call_name(c) in names and _starts_distributed(c) for c in self._calls)
+        started = any(
+            infer.call_name(c) in names and _starts_distributed(c) and not branches.reached_only_when_off(c)
+            for c in self._calls
+        )  # a DDP wrapper under ``if world_size > 1:`` with ``world_size = 1`` starts nothing
         for call in self._calls:
             target = infer.safe_infer(call.func)
             if isinstance(target, nodes.ClassDef):

@@ -14,8 +14,10 @@ name or ``self.attr``, that is off in every run the source shows:
   (``setattr``, a dict key, an ``argparse`` flag ``--debug-mode``) and no configuration file that
   mentions it.
 
-Anything else is unknown and the branch may be taken: a flag read from the command line or a
-configuration file is on in some runs.  ``reached_only_when_off(node)`` asks it of every ``if``
+A test on local names that the function binds only to literals (``world_size = 1`` then
+``if world_size > 1:``) is decided by its value (``static_values.truth``).  Anything else is
+unknown and the branch may be taken: a flag read from the command line or a configuration file is
+on in some runs.  ``reached_only_when_off(node)`` asks it of every ``if``
 between ``node`` and its function, then of every in-file call site of that function.
 """
 from __future__ import annotations
@@ -50,6 +52,29 @@ SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "ve
 MAX_CALL_DEPTH = 2
 
 
+def _fixed_locally(test: nodes.NodeNG) -> bool:
+    """Every value ``test`` reads is a name local to its function that each of its bindings there sets
+    to a literal (no parameter, global, attribute or call: nothing a run could change)."""
+    names = list(test.nodes_of_class(nodes.Name))
+    if not names or any(True for _ in test.nodes_of_class((nodes.Attribute, nodes.Call, nodes.Subscript))):
+        return False
+    for name in names:
+        scope = name.scope()
+        if not isinstance(scope, nodes.FunctionDef):
+            return False
+        try:
+            _, bindings = name.lookup(name.name)
+        except (AstroidError, RecursionError):
+            return False
+        if not bindings or not all(
+            isinstance(b, nodes.AssignName) and b.scope() is scope and isinstance(b.parent, nodes.Assign)
+            and isinstance(b.parent.value, nodes.Const)
+            for b in bindings
+        ):
+            return False
+    return True
+
+
 def reached_only_when_off(node: nodes.NodeNG, depth: int = MAX_CALL_DEPTH) -> bool:
     """``node`` runs only inside a branch no run takes: an ``if`` between it and its function, or
     every call site in the file of the function it is in (followed ``depth`` levels)."""
@@ -73,7 +98,9 @@ def never_taken(branch: nodes.If) -> bool:
     if key not in _ANSWERS:
         test = branch.test
         operands = test.values if isinstance(test, nodes.BoolOp) and test.op == "and" else [test]
-        _ANSWERS[key] = any(_off(operand) for operand in operands)
+        _ANSWERS[key] = any(_off(operand) for operand in operands) or (
+            _fixed_locally(test) and static_values.truth(test) is False
+        )
     return bool(_ANSWERS[key])
 
 
