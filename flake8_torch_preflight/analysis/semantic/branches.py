@@ -60,17 +60,10 @@ def _fixed_locally(test: nodes.NodeNG) -> bool:
         return False
     for name in names:
         scope = name.scope()
-        if not isinstance(scope, nodes.FunctionDef):
-            return False
-        try:
-            _, bindings = name.lookup(name.name)
-        except (AstroidError, RecursionError):
-            return False
-        if not bindings or not all(
-            isinstance(b, nodes.AssignName) and b.scope() is scope and isinstance(b.parent, nodes.Assign)
-            and isinstance(b.parent.value, nodes.Const)
-            for b in bindings
-        ):
+        if not isinstance(scope, nodes.FunctionDef) or name.name not in scope.locals:
+            return False  # a global or a closure's name: another function may set it
+        values = dataflow.assigned_values(name)  # None for a parameter, a loop target, an augmented assignment
+        if not values or not all(isinstance(value, nodes.Const) for value in values):
             return False
     return True
 
