@@ -30,6 +30,12 @@ def _kind(body: str) -> str:
         # tensor: a factory, arithmetic on one, a model's output
         ("optimizer = torch.randn(4, 8)\nprobe(optimizer)\n", kinds.TENSOR),
         ("model = torch.zeros(3) * 2\nprobe(model)\n", kinds.TENSOR),
+        # a parameter is what its call sites pass: parameters of a module iterated in the caller
+        (
+            "def record(model):\n    probe(model)\n"
+            "for p in nn.Linear(8, 2).parameters():\n    record(p)\n",
+            kinds.TENSOR,
+        ),
         # model: an nn.Module subclass of the file, a torchvision-free Sequential
         (
             "class Net(nn.Module):\n"

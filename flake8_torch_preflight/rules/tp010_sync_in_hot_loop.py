@@ -30,7 +30,9 @@ class SyncInHotLoop(Rule):
         "in the step (one .item() per parameter for gradient norms, one per sample for a metric) the queue is "
         "drained again and again, and the GPU idles between the small kernels. The training step is found "
         "from evidence: a loop that calls backward() or a resolved optimizer.step(), a function that does so "
-        "outside its loops, and helpers of the file called from them."
+        "outside its loops, and helpers of the file called from them. A helper with no loop of its own whose "
+        "every call in the file is made per element (``for p in model.parameters(): record(p)``) syncs per "
+        "element too; what its parameters hold is read from those calls."
     )
     leaves_alone = (
         "Syncs under a periodic logging branch (if step % 100 == 0), on tensors that are provably on the "
@@ -92,13 +94,14 @@ class SyncInHotLoop(Rule):
 
 
 def _inside_loop_or_comprehension(node: nodes.NodeNG) -> bool:
-    """Structural pre-check: some loop or comprehension of the same function encloses ``node``."""
+    """Structural pre-check: some loop or comprehension of the same function encloses ``node``, or
+    ``node`` is in a function (which its callers may run per element)."""
     parent = node.parent
     while parent is not None and not isinstance(parent, _SCOPES):
         if isinstance(parent, (nodes.For, nodes.While) + training_step.COMPREHENSIONS):
             return True
         parent = parent.parent
-    return False
+    return isinstance(parent, nodes.FunctionDef)
 
 
 def _evaluation(node: nodes.NodeNG) -> bool:

@@ -221,7 +221,7 @@ def is_tensor(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
         source = iteration_source(expr)
         if source is not None:
             return _yields_tensors(source[0], source[1], depth - 1)
-        values = dataflow.assigned_values(expr)
+        values = infer.bound_values(expr)  # assignments, or what the call sites pass for a parameter
         return values is not None and len(values) > 0 and all(is_tensor(v, depth - 1) for v in values)
     return False
 

@@ -148,13 +148,16 @@ def in_step(node: nodes.NodeNG, depth: int = MAX_HELPER_DEPTH) -> bool:
     return isinstance(parent, nodes.FunctionDef) and runs_per_step(parent, depth)
 
 
-def per_element_loop(node: nodes.NodeNG) -> Optional[Element]:
+def per_element_loop(node: nodes.NodeNG, depth: int = 1) -> Optional[Element]:
     """The loop or comprehension that runs ``node`` once per element inside a training step.
 
     Walking out from ``node`` within its function: the first enclosing loop/comprehension is
     the element loop, provided a step loop encloses it (or the function runs per step), that
     element loop is not itself a step loop, and no rare branch sits between them.  A
     comprehension's first iterable and a ``for`` loop's iterable run once, not per element.
+    A helper with no loop of its own around ``node`` runs per element when every call of it in
+    the file is made per element (``for p in model.parameters(): log_norm(p)``): the loop at
+    its call site, ``depth`` levels of callers up.
     """
     element: Optional[Element] = None
     gated = False
@@ -179,8 +182,14 @@ def per_element_loop(node: nodes.NodeNG) -> Optional[Element]:
             if is_rare_branch(parent):
                 gated = True
         child, parent = parent, parent.parent
-    if element is None or gated or not isinstance(parent, nodes.FunctionDef):
+    if gated or not isinstance(parent, nodes.FunctionDef):
         return None
+    if element is None:
+        if depth <= 0:
+            return None
+        sites = loops.call_sites(parent)
+        found = [per_element_loop(site, depth - 1) for site in sites]
+        return found[0] if found and all(f is not None for f in found) else None
     return element if runs_per_step(parent) else None
 
 
