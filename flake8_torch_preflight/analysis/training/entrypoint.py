@@ -112,6 +112,12 @@ def spawned_runs(module: nodes.Module, calls: List[nodes.Call], helper_depth: in
     return runs[:MAX_SPAWNED_RUNS]
 
 
+def calls_run_by(statements: List[nodes.NodeNG]) -> List[nodes.Call]:
+    """The calls ``statements`` make as they run, the file's functions they run expanded, as ``run_calls``
+    reads the module's top-level code."""
+    return _expanded_calls(statements, HELPER_DEPTH, set())
+
+
 def _expanded_calls(statements: List[nodes.NodeNG], helper_depth: int, expanded: Set[int]) -> List[nodes.Call]:
     """The calls ``statements`` make as they run, the file's functions they run expanded (``_callee_body``)."""
     return loops.calls_in(statements, helper_depth, callee=_callee_body, expanded=expanded, as_run=True)

@@ -85,6 +85,11 @@ FUNCTIONS: Dict[str, Meaning] = {
     "transformers.set_seed": Meaning(seeds=True),
     "transformers.trainer_utils.set_seed": Meaning(seeds=True),
     "accelerate.utils.set_seed": Meaning(seeds=True),
+    # LightningCLI adds a --seed_everything option and seeds before it builds the model (its default
+    # seed_everything_default=True seeds with a seed it logs)
+    "lightning.pytorch.cli.LightningCLI": Meaning(seeds=True),
+    "pytorch_lightning.cli.LightningCLI": Meaning(seeds=True),
+    "pytorch_lightning.utilities.cli.LightningCLI": Meaning(seeds=True),
     "accelerate.data_loader.prepare_data_loader": Meaning(reshards_loaders=True),
     "accelerate.init_empty_weights": Meaning(skips_init=True),
     "accelerate.big_modeling.init_empty_weights": Meaning(skips_init=True),

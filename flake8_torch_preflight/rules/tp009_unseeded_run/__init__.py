@@ -117,7 +117,9 @@ class UnseededRun(Rule):
         " Processes started with fork (``multiprocessing.Process`` in the default context) inherit the"
         " parent's seed. Weights built before the seed but replaced by ``load_state_dict`` before training, and a"
         " model handed to a trainer that seeds in its constructor (Hugging Face ``Trainer``), are not reported as"
-        " drawn before the seed. A run that reseeds a generator from the clock or the OS"
+        " drawn before the seed, nor are weights built in one branch of the top-level code when the seed is set"
+        " only in the other (``if vanilla: main() else: LightningCLI(Model)``; LightningCLI seeds before it"
+        " builds the model). A run that reseeds a generator from the clock or the OS"
         " (``random.seed(int(time.time() * 1000) + idx)`` in a dataset's ``__getitem__``, a bare ``np.random.seed()``)"
         " is meant to differ on every launch. A backward that nothing steps, in a run that builds no layer or"
         " that runs ``gradcheck`` on no data (an extension's self-test on ``torch.randn``), is not training, nor"
@@ -216,6 +218,9 @@ class _RandomState:
         self.early: Dict[str, Tuple[nodes.Call, str]] = {}
         #: Generators the run seeds once with a seeding call of its own (``randomness.placed_seed``).
         self.placed: Set[str] = set()
+        #: The seeding call that placed each of those seeds first.
+        self.placed_by: Dict[str, nodes.Call] = {}
+        self.module = module
         #: Global generators drawn where the finding has no line: project modules the run calls into,
         #: and its data path (named in the message, never reported alone).
         self.unseen: Set[str] = set()
@@ -232,6 +237,8 @@ class _RandomState:
                 self.intent = True
                 if placed_seed(call, found):
                     self.placed |= found.generators
+                    for generator in found.generators:
+                        self.placed_by.setdefault(generator, call)
             elif found.kind == INTENT:
                 self.intent = True
             elif found.kind == RESEED:
@@ -278,6 +285,9 @@ class _RandomState:
             if generator not in _SEEDERS:  # a generator built without a seed: its own cause
                 found.append(self._finding(generator, _wording(generator, self.seeded, self.intent)))
         for generator, (call, label) in self.early.items():
+            seeding = self.placed_by.get(generator)
+            if seeding is not None and _exclusive(call, seeding, self.module):
+                continue  # ``if vanilla: main() else: LightningCLI(...)``: the seed is on another path
             if generator in self.placed and generator not in self.inherited:  # seeded, but after the weights
                 wording = {"state": "drawn before its seed", "fix": "seed before building the model"}
                 found.append((call, generator, dict(draw=label, generator=_GENERATOR_NAMES[generator], **wording)))
@@ -302,6 +312,23 @@ class _RandomState:
             return spawned if _fits(spawned, generator) else dict(spawned, state="unseeded in a spawned worker" + also)
         placed = dict(wording, fix="{} in {}".format(wording["fix"], self.worker))
         return placed if _fits(placed, generator) else wording
+
+
+def _exclusive(first: nodes.Call, second: nodes.Call, module: nodes.Module) -> bool:
+    """``first`` and ``second`` run on exclusive paths of the module's run: an ``if`` of the top-level
+    code (the ``__main__`` block included) runs one only in its body and the other only in its
+    ``else``, the file's functions they call expanded."""
+    for branch in module.nodes_of_class(nodes.If):
+        if branch.scope() is not module or not branch.orelse:
+            continue
+        body = {id(call) for call in entrypoint.calls_run_by(list(branch.body))}
+        orelse = {id(call) for call in entrypoint.calls_run_by(list(branch.orelse))}
+        a, b = id(first), id(second)
+        if (a in body and a not in orelse and b in orelse and b not in body) or (
+            b in body and b not in orelse and a in orelse and a not in body
+        ):
+            return True
+    return False
 
 
 #: Framework seeding functions that seed torch, NumPy and ``random`` in one call, by the package a
