@@ -240,7 +240,7 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
     """
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return None
-    dotted = infer.dotted_name(call.func)
+    dotted = infer.dotted_name(call.func) or _through_star_import(call.func)
     if dotted is None and isinstance(call.func, nodes.Attribute) and _plain_method_call(call):
         return None
     # A name imported from a module astroid never reads (numpy, random, os) infers to nothing.
@@ -299,6 +299,30 @@ _CLASSIFIED_LAST_NAMES = frozenset(
 )
 
 _PROJECT_IMPORTS: "Dict[nodes.Module, bool]" = memo.per_file()
+
+
+#: Module names that code binds to the random libraries by convention (``import numpy as np``).
+_CONVENTIONAL_MODULES = {"torch": "torch", "np": "numpy", "numpy": "numpy", "random": "random"}
+
+
+def _through_star_import(func: nodes.NodeNG) -> Optional[str]:
+    """``torch.manual_seed`` where the file binds ``torch`` only through ``from utils import *`` of a
+    module the analysis cannot read: the conventional module's dotted name, else None."""
+    if not isinstance(func, nodes.Attribute) or not isinstance(func.expr, nodes.Name):
+        return None
+    module = _CONVENTIONAL_MODULES.get(func.expr.name)
+    if module is None:
+        return None
+    try:
+        _, bindings = func.expr.lookup(func.expr.name)
+    except (AstroidError, RecursionError):
+        return None
+    if bindings:
+        return None  # bound in the file: inference and the imports decide
+    root = func.root()
+    if not any(isinstance(i, nodes.ImportFrom) and any(n == "*" for n, _ in i.names) for i in root.body):
+        return None
+    return "{}.{}".format(module, func.attrname)
 
 
 def _plain_method_call(call: nodes.Call) -> bool:
