@@ -482,7 +482,17 @@ def dummy_input(call: nodes.Call) -> bool:
     """Every argument of the forward is a tensor built in place by a factory (``torch.ones(1, 3, 64, 64)``,
     moved or cast): a warm-up or a shape probe, not data."""
     arguments = _arguments(call)
-    return bool(arguments) and all(_always(a, factory_call) for a in arguments)
+    return bool(arguments) and all(_always(a, _made_in_place) for a in arguments)
+
+
+def _made_in_place(expr: nodes.NodeNG) -> bool:
+    """A factory's tensor, or one wrapped in ``Variable(...)`` (PyTorch 0.3's wrapper of the same tensor)."""
+    if factory_call(expr):
+        return True
+    return (
+        isinstance(expr, nodes.Call) and bool(expr.args) and infer.dotted_name(expr.func) == VARIABLE
+        and _always(expr.args[0], factory_call)
+    )
 
 
 def discarded(call: nodes.Call) -> bool:
