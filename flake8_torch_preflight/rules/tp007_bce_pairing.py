@@ -178,11 +178,8 @@ def _may_output_probabilities(expr: nodes.NodeNG) -> bool:
         if isinstance(expr, nodes.IfExp):
             return _may_output_probabilities(expr.body) or _may_output_probabilities(expr.orelse)
         if isinstance(expr, nodes.Name):
-            values = infer.bound_values(expr)
-            binding = dataflow.single_binding(expr) if not values else None
-            if binding is not None and isinstance(binding.parent, nodes.Tuple):
-                assign = binding.parent.parent  # ``real_pre, real_label = classifier(real)``: the module's output
-                values = [assign.value] if isinstance(assign, nodes.Assign) else None
+            unpacked = dataflow.unpacked_from_call(expr)  # ``real_pre, real_label = classifier(real)``
+            values = [unpacked[0]] if unpacked is not None else infer.bound_values(expr)
             if not values or len(values) != 1:
                 return False
             expr = values[0]

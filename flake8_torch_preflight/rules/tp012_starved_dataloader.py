@@ -242,8 +242,7 @@ class StarvedDataLoader(Rule):
             return  # every loop over it stops after a few batches: a pool would cost more than it saves
         if not self._consumers.feeds_run(node):
             return  # batches reach no training or evaluation of the trained model here
-        restarted = _restarted_in_step(self._consumers.flows(node))
-        self.report(node, **_wording(problems, module, restarted))
+        self.report(node, **_wording(problems, module, self._consumers.flows(node).restarted_in_step))
 
 
 def _settings(call: nodes.Call) -> Optional[Dict[str, object]]:
@@ -363,18 +362,15 @@ def _dataset_values(expr: nodes.NodeNG, bound: Bound) -> Optional[Tuple[List[nod
     values = infer.bound_values(expr)
     if values or not isinstance(expr, nodes.Name):
         return (values, bound) if values else None
-    binding = dataflow.single_binding(expr)
-    if binding is not None and isinstance(binding.parent, (nodes.Tuple, nodes.List)):
-        assign = binding.parent.parent
-        if isinstance(assign, nodes.Assign) and isinstance(assign.value, nodes.Call):
-            call = assign.value
-            if infer.callee_qname(call) in SPLITTERS and call.args:
-                return [call.args[0]], bound
-            index = binding.parent.elts.index(binding)
-            returned = _returned_elements(call, index, len(binding.parent.elts))
-            if returned:
-                func, elements = returned
-                return elements, _call_bindings(call, func, bound)
+    unpacked = dataflow.unpacked_from_call(expr)
+    if unpacked is not None:
+        call, index, count = unpacked
+        if infer.callee_qname(call) in SPLITTERS and call.args:
+            return [call.args[0]], bound
+        returned = _returned_elements(call, index, count)
+        if returned:
+            func, elements = returned
+            return elements, _call_bindings(call, func, bound)
     return None
 
 
@@ -386,10 +382,15 @@ def _returned_elements(
     func = infer.function_def(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
     if func is None or _in_torch(func):
         return None
-    returns = [r for r in func.nodes_of_class(nodes.Return) if r.scope() is func]
-    if not returns or not all(isinstance(r.value, nodes.Tuple) and len(r.value.elts) == count for r in returns):
+    returned = _returned(func)
+    if not returned or not all(isinstance(r, nodes.Tuple) and len(r.elts) == count for r in returned):
         return None
-    return func, [r.value.elts[index] for r in returns]
+    return func, [r.elts[index] for r in returned]  # type: ignore[attr-defined]
+
+
+def _returned(func: nodes.FunctionDef) -> List[nodes.NodeNG]:
+    """The values ``func``'s own ``return`` statements give back (a bare ``return`` gives none)."""
+    return [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
 
 
 def _call_bindings(call: nodes.Call, func: nodes.FunctionDef, bound: Bound) -> Bound:
@@ -486,7 +487,7 @@ def _call_work(call: nodes.Call, depth: int, bound: Bound = _NOTHING_BOUND) -> o
             return _class_work(klass, depth, call, bound)
         func = infer.function_def(call.func)
         if func is not None and not _in_torch(func):
-            returned = [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
+            returned = _returned(func)
             if returned:
                 return _combine([_per_item_work(r, depth - 1, _call_bindings(call, func, bound)) for r in returned])
     if any(kw.arg in TRANSFORM_KEYWORDS and not infer.is_none(kw.value) for kw in call.keywords or ()):
@@ -589,37 +590,25 @@ def _cheap(
 
 def _handed_transform(call: nodes.Call, built: Optional[nodes.Call]) -> Optional[nodes.NodeNG]:
     """What the dataset's constructor call ``built`` passed for the ``self.<attr>`` that ``call``
-    invokes: the argument of the ``__init__`` parameter stored there (``self.transform = transform``),
-    or, for an attribute the class does not set itself (a torchvision base's ``transform``), the keyword
-    of that name."""
+    invokes: the argument (or default) of the ``__init__`` parameter stored there (``self.transform =
+    transform``, ``dataflow.assigned_values``), or of the parameter of that name that ``__init__`` hands
+    on to a base class that stores it (torchvision's ``transform``); for a class that is not read, the
+    keyword of that name."""
     if built is None or not (isinstance(call.func, nodes.Attribute) and dataflow.is_self_attr(call.func)):
         return None
     attr = call.func.attrname
     klass = infer.safe_infer(built.func)
     init = klass.locals.get("__init__") if isinstance(klass, nodes.ClassDef) else None
-    if init and isinstance(init[0], nodes.FunctionDef):
-        params = [a.name for a in init[0].args.args or []][1:]
-        for assign in init[0].nodes_of_class(nodes.Assign):
-            stored = [t for t in assign.targets if isinstance(t, nodes.AssignAttr) and dataflow.is_self_attr(t)]
-            if any(t.attrname == attr for t in stored):
-                value = assign.value
-                if isinstance(value, nodes.Name) and value.name in params:
-                    return _argument_or_default(built, init[0], value.name, params.index(value.name))
-                return None
-        if attr in params:  # handed on to a base class that stores it (torchvision's ``transform``)
-            return _argument_or_default(built, init[0], attr, params.index(attr))
-    return infer.argument(built, attr) if attr in TRANSFORM_KEYWORDS else None
-
-
-def _argument_or_default(call: nodes.Call, init: nodes.FunctionDef, name: str, index: int) -> Optional[nodes.NodeNG]:
-    """The argument ``call`` passes for ``init``'s parameter ``name``, or its default when it passes none."""
-    given = infer.argument(call, name, index)
-    if given is not None or static_values.has_opaque_arguments(call):
-        return given
-    try:
-        return init.args.default_value(name)  # type: ignore[no-any-return]
-    except (AstroidError, RecursionError):
-        return None
+    if not init or not isinstance(init[0], nodes.FunctionDef):
+        return infer.argument(built, attr) if attr in TRANSFORM_KEYWORDS else None
+    passed = _call_bindings(built, init[0], _NOTHING_BOUND)
+    stored = dataflow.assigned_values(call.func)
+    if stored:
+        value = stored[0] if len(stored) == 1 else None
+        handed = _through(value, passed) if isinstance(value, nodes.Name) else None
+        return handed if handed is not value else None
+    parameter = next((a for a in init[0].args.args or [] if a.name == attr), None)
+    return passed.get(parameter) if parameter is not None else None
 
 
 def _builtin_call(func: nodes.NodeNG) -> bool:
@@ -661,24 +650,6 @@ def _copies_non_blocking(uses: "loader_use.Uses") -> bool:
             for keyword in call.keywords or ():
                 if keyword.arg == "non_blocking" and isinstance(keyword.value, nodes.Const) and keyword.value.value:
                     return True
-    return False
-
-
-def _restarted_in_step(uses: "loader_use.Uses") -> bool:
-    """The loader's iterator is made again inside the loop that steps (``it = iter(loader)`` in an
-    ``except StopIteration:`` of the step loop): a small loader read in passes of a few steps, whose
-    workers would start again at each pass unless they persist."""
-    texts = {dataflow.binding_text(b) for b in uses.bindings}
-    if not texts or not uses.bindings:
-        return False
-    for call in uses.bindings[0].root().nodes_of_class(nodes.Call):
-        if infer.call_name(call) != "iter" or not isinstance(call.func, nodes.Name) or len(call.args) != 1:
-            continue
-        if dataflow.binding_text(call.args[0]) not in texts:
-            continue
-        loop = loops.innermost(call)
-        if loop is not None and training_step.owns_step(loop):
-            return True
     return False
 
 

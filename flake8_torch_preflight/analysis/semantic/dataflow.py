@@ -8,7 +8,7 @@ augmented assignment, ``global``): unknown means silence.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from astroid import nodes
 from astroid.exceptions import AstroidError
@@ -36,6 +36,21 @@ def sole_binding(name: nodes.Name) -> Optional[nodes.NodeNG]:
     except (AstroidError, RecursionError):
         return None
     return bindings[0] if len(bindings) == 1 else None
+
+
+def unpacked_from_call(name: nodes.Name) -> "Optional[Tuple[nodes.Call, int, int]]":
+    """(call, index, count) when ``name`` is bound once by unpacking a call into ``count`` plain targets:
+    ``a, b = model(x)`` gives ``(model(x), 1, 2)`` for ``b``."""
+    binding = single_binding(name)
+    if binding is None or not isinstance(binding.parent, nodes.Tuple):
+        return None
+    target = binding.parent
+    assign = target.parent
+    if not isinstance(assign, nodes.Assign) or target not in assign.targets or not isinstance(assign.value, nodes.Call):
+        return None
+    if any(isinstance(e, nodes.Starred) for e in target.elts):
+        return None
+    return assign.value, target.elts.index(binding), len(target.elts)
 
 
 def single_binding(name: nodes.Name) -> Optional[nodes.AssignName]:

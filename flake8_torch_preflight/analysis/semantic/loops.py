@@ -179,14 +179,24 @@ def _imported_from_project(func: nodes.NodeNG) -> bool:
     return func.name in names
 
 
+_CALLS_BY_LAST_NAME: "Dict[nodes.Module, Dict[Optional[str], List[nodes.Call]]]" = memo.per_file()
+_SITES: "Dict[nodes.FunctionDef, List[nodes.Call]]" = memo.per_file()
+
+
 def call_sites(func: nodes.FunctionDef) -> List[nodes.Call]:
     """Calls in the file that resolve to ``func`` (``train(...)``, ``self.train(...)``) by name and
-    inference; provenance's ``call_sites`` also finds calls under other names."""
-    return [
-        call
-        for call in func.root().nodes_of_class(nodes.Call)
-        if infer.call_name(call) == func.name and local_helper(call) is func
-    ]
+    inference; provenance's ``call_sites`` also finds calls under other names.  Asked once per
+    function and file (the module's calls are indexed by last name once)."""
+    found = _SITES.get(func)
+    if found is None:
+        root = func.root()
+        table = _CALLS_BY_LAST_NAME.get(root)
+        if table is None:
+            table = _CALLS_BY_LAST_NAME[root] = {}
+            for call in root.nodes_of_class(nodes.Call):
+                table.setdefault(infer.call_name(call), []).append(call)
+        found = _SITES[func] = [call for call in table.get(func.name, []) if local_helper(call) is func]
+    return list(found)
 
 
 def loop_calls(loop: Loop, helper_depth: int = 2) -> List[nodes.Call]:

@@ -90,6 +90,9 @@ class Uses:
         #: The loops (of ``training_loops`` and ``other_loops``) whose ``for`` header iterates the value
         #: (``for x in enumerate(value)``), not loops that draw from it with ``next()``.
         self.headers: List[loops.Loop] = []
+        #: An iterator of the value is made inside a loop that steps (``batches = iter(loader)`` under the
+        #: step loop's ``except StopIteration:``): the value is read in passes of a few steps.
+        self.restarted_in_step = False
 
 
 def uses_of(value: nodes.NodeNG, depth: int = MAX_DEPTH, through_prepare: bool = False) -> Uses:
@@ -171,6 +174,9 @@ def _flow(
                     _classify(loop, uses, via)
                 return
             if name == "iter" and isinstance(parent.func, nodes.Name):
+                loop = loops.innermost(parent)
+                if loop is not None and training_step.owns_step(loop):
+                    uses.restarted_in_step = True
                 _flow(parent, depth, uses, seen, via, deep)
                 return
             helper = loops.local_helper(parent) or launched_receiver_method(parent)
@@ -640,9 +646,9 @@ def epoch_loops(loop: "loops.Loop", via: Tuple[nodes.Call, ...] = (), depth: int
     for site in via:
         outer.extend(loops.enclosing_loops(site))
         helper = loops.local_helper(site)
-        param = _parameter_for(site, site.args[0], helper) if helper is not None and site.args else None
-        if param is not None:
-            for header in _yielding_loops(helper, param):  # type: ignore[arg-type]
+        for arg in (list(site.args) + list(site.keywords or ())) if helper is not None else ():
+            param = _parameter_for(site, arg, helper)  # type: ignore[arg-type]
+            for header in _yielding_loops(helper, param) if param is not None else ():  # type: ignore[arg-type]
                 outer.extend(loops.enclosing_loops(header))  # ``while True: for b in it: yield b`` restarts it
     func = loop.scope()
     if outer or depth <= 0 or not isinstance(func, nodes.FunctionDef):

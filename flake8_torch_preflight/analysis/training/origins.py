@@ -103,9 +103,9 @@ class Tracer:
 
     def _origin(self, expr: nodes.NodeNG) -> Optional[Origin]:
         if isinstance(expr, nodes.Name):
-            unpacked = _unpacked_from_call(expr)
+            unpacked = dataflow.unpacked_from_call(expr)
             if unpacked is not None:
-                return self.element(*unpacked)
+                return self.element(unpacked[0], unpacked[1])
             values = infer.bound_values(expr)  # its assignments, or what every call site passes
             if not values:
                 return None
@@ -299,20 +299,6 @@ def _own_forward(klass: nodes.ClassDef) -> Optional[nodes.FunctionDef]:
     if not isinstance(forward, nodes.FunctionDef) or forward.root() is not klass.root():
         return None
     return forward
-
-
-def _unpacked_from_call(name: nodes.Name) -> "Optional[tuple[nodes.Call, int]]":
-    """(call, index) when ``name`` is bound once by unpacking a call: ``a, b = model(x)``."""
-    binding = dataflow.single_binding(name)
-    if binding is None or not isinstance(binding.parent, nodes.Tuple):
-        return None
-    target = binding.parent
-    assign = target.parent
-    if not isinstance(assign, nodes.Assign) or target not in assign.targets or not isinstance(assign.value, nodes.Call):
-        return None
-    if any(isinstance(e, nodes.Starred) for e in target.elts):
-        return None
-    return assign.value, target.elts.index(binding)
 
 
 def user_forward(module: nodes.NodeNG) -> bool:

@@ -56,6 +56,7 @@ from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 
 from astroid import nodes
 
+from ...analysis.semantic import memo
 from ...analysis.training import entrypoint
 from .randomness import (
     DRAW, INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, RESEED, SEED, TORCH, DataEffect, data_path, effect,
@@ -316,16 +317,25 @@ class _RandomState:
         return placed if _fits(placed, generator) else wording
 
 
+#: The calls each side of a top-level ``if`` runs (``entrypoint.calls_run_by``), read once per file.
+_BRANCH_CALLS: "Dict[nodes.If, Tuple[FrozenSet[int], FrozenSet[int]]]" = memo.per_file()
+
+
 def _exclusive(first: nodes.Call, second: nodes.Call, module: nodes.Module) -> bool:
     """``first`` and ``second`` run on exclusive paths of the module's run: an ``if`` of the top-level
     code (the ``__main__`` block included) runs one only in its body and the other only in its
     ``else``, the file's functions they call expanded."""
+    a, b = id(first), id(second)
     for branch in module.nodes_of_class(nodes.If):
         if branch.scope() is not module or not branch.orelse:
             continue
-        body = {id(call) for call in entrypoint.calls_run_by(list(branch.body))}
-        orelse = {id(call) for call in entrypoint.calls_run_by(list(branch.orelse))}
-        a, b = id(first), id(second)
+        sides = _BRANCH_CALLS.get(branch)
+        if sides is None:
+            sides = _BRANCH_CALLS[branch] = (
+                frozenset(id(call) for call in entrypoint.calls_run_by(list(branch.body))),
+                frozenset(id(call) for call in entrypoint.calls_run_by(list(branch.orelse))),
+            )
+        body, orelse = sides
         if (a in body and a not in orelse and b in orelse and b not in body) or (
             b in body and b not in orelse and a in orelse and a not in body
         ):

@@ -9,7 +9,7 @@ an unresolved ``torch.device``/device-named argument in a file with CUDA evidenc
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Set
 
 from astroid import nodes
 
@@ -123,7 +123,7 @@ class RedundantTransfer(Rule):
 
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__(ctx)
-        self._statements: List[nodes.NodeNG] = []  # statements already reported
+        self._statements: Set[int] = set()  # ids of the statements already reported
 
     def visit_call(self, node: nodes.Call) -> None:
         method = infer.method_name(node)
@@ -172,10 +172,10 @@ class RedundantTransfer(Rule):
             return  # ``if DEBUG:`` with the flag off wherever the project sets it: no run copies it
         if fields.get("cost") == _PAID_COST:
             return  # the host already waited just before: the copy adds a small transfer, no stall
-        statement = node.statement()
-        if any(done is statement for done in self._statements):
+        statement = id(node.statement())
+        if statement in self._statements:
             return  # ``torch.cat((torch.ones(n, 1).cuda(), torch.zeros(n, k).cuda()))``: one fix, one finding
-        self._statements.append(statement)
+        self._statements.add(statement)
         self.report(node, **fields)
 
 
