@@ -53,10 +53,20 @@ BOUNDED = [
     ("for _, x in zip(range(3), data):\n    pass\n", 3),
     ("for x, _ in zip(data, range(3)):\n    pass\n", 4),
     ("from itertools import islice\nfor x in islice(data, 100):\n    if x:\n        pass\n", None),
+    # the header: a range with fixed bounds, a literal collection, through wrappers or a name
+    ("STAGES = 6\nfor j in range(STAGES):\n    pass\n", 6),
+    ("for i, j in enumerate(range(2, 5)):\n    pass\n", 3),
+    ("for mask in [a, b, c]:\n    pass\n", 3),
+    ("terms = {'mse': a, 'kl': b}\nfor k, v in terms.items():\n    pass\n", 2),
+    ("for k in {'mse': a, 'kl': b}:\n    pass\n", 2),
+    ("for x in list(range(4)):\n    pass\n", 4),
 ]
 
 UNBOUNDED = [
     "for x in data:\n    pass\n",
+    "for i in range(len(data)):\n    pass\n",
+    "for x in [*data, 1]:\n    pass\n",
+    "for j in range(100):\n    pass\n",
     "while True:\n    break\n",
     # a bound read from the command line, a configuration, an attribute or a call
     "import argparse\np = argparse.ArgumentParser()\np.add_argument('--n', type=int, default=2)\n"

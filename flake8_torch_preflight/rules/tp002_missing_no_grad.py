@@ -5,8 +5,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis.semantic import loops
-from ..analysis.training import evaluation, param_count, provenance
+from ..analysis.semantic import infer, loops
+from ..analysis.training import evaluation, param_count, provenance, training_step
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
@@ -77,6 +77,11 @@ class MissingNoGrad(Rule):
         "``test()`` on a graph after training). It costs one graph, freed with its output, not one per "
         "batch. The same forward in a function the epoch loop calls, or one with no call in the "
         "file (its callers elsewhere may run it per batch or per request), is reported."
+        " So is one pass over a test set once per run in a program that trains (the final test after the "
+        "epochs, at module level or in a function every call of which runs once) only when it keeps "
+        "graphs across its iterations (``outputs.append(model(x))``, ``total += loss``): otherwise each "
+        "batch's graph is freed at the next, under the training step's own peak. In a program that only "
+        "evaluates, that pass is the run, and is reported."
         " Unit tests: in a test module (``test_*.py``, ``*_test.py``, ``conftest.py``, or one importing pytest "
         "or unittest) a forward outside any loop runs once per test and is left alone, in the test and in the "
         "tester helpers it calls; a ``test_*`` name is no evaluation evidence; and nothing inside a test function "
@@ -272,10 +277,39 @@ def _runs_once(p: "provenance.Provenance", call: nodes.Call, func: Optional[node
     warm-up on a dummy input, a probe whose output nobody reads, or a function every call of which
     in the file runs once."""
     if evaluation.repeats(call):
-        return False
+        return _final_pass(p, call, func, depth)
     if func is None or evaluation.dummy_input(call) or evaluation.discarded(call):
         return True
     return _function_runs_once(p, func, depth)
+
+
+def _final_pass(p: "provenance.Provenance", call: nodes.Call, func: Optional[nodes.FunctionDef], depth: int) -> bool:
+    """One pass over a test set in a program that trains: the forward repeats only inside one loop
+    that itself runs once per run (at module level, or in a function every call of which runs once),
+    in a file that takes optimizer steps, and no value that carries the pass's graph outlives an
+    iteration. Each batch's graph is freed at the next; the waste is one forward's saved activations,
+    under the training step's own peak, once per run: not the repeated evaluation the rule is for."""
+    around = loops.enclosing_loops(call)
+    if len(around) != 1 or call.scope() is not (func or call.root()):
+        return False  # a pass per epoch; or a comprehension, which keeps every element it builds
+    if not training_step.file_trains(call.root()):
+        return False  # an evaluation or inference program: the pass is the run
+    if func is not None and not _function_runs_once(p, func, depth):
+        return False
+    kinds = (nodes.AugAssign, nodes.Assign, nodes.Call)
+    return not any(_keeps_graph(p, node) for stmt in around[0].body for node in stmt.nodes_of_class(kinds))
+
+
+def _keeps_graph(p: "provenance.Provenance", node: nodes.NodeNG) -> bool:
+    """``node`` stores a graph-carrying value where it outlives the iteration: an augmented
+    assignment, an element or attribute store, or an argument of a container's append/extend/insert."""
+    if isinstance(node, nodes.AugAssign):
+        return p.carries_graph(node.value)
+    if isinstance(node, nodes.Assign) and any(isinstance(t, (nodes.Subscript, nodes.AssignAttr)) for t in node.targets):
+        return p.carries_graph(node.value)
+    if isinstance(node, nodes.Call) and infer.method_name(node) in ("append", "extend", "insert", "add", "update"):
+        return any(p.carries_graph(a) for a in node.args)
+    return False
 
 
 def _function_runs_once(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:

@@ -37,7 +37,8 @@ class SyncInHotLoop(Rule):
     leaves_alone = (
         "Syncs under a periodic logging branch (if step % 100 == 0), on tensors that are provably on the "
         "host, and in files that never use CUDA are not reported."
-        " A loop over a literal list or tuple of a few items (``for mask in [train, val, test]``) and an "
+        " A loop over a few items fixed in the source (``for mask in [train, val, test]``, ``for j in "
+        "range(6)``) and an "
         "evaluation function run with autograd off (``@torch.no_grad() def test():`` beside ``train()``) are "
         "not reported. Nor are unit-test modules (``test_*.py``, or a file importing pytest or unittest):"
         " a test runs its step once."
@@ -86,7 +87,7 @@ class SyncInHotLoop(Rule):
         if sync is None:
             return
         loop = training_step.per_element_loop(node)
-        if loop is None or _few_literal_items(loop) or _evaluation(node):
+        if loop is None or _few_fixed_items(loop) or _evaluation(node):
             return
         if branches.reached_only_when_off(node):
             return  # ``if self.debug_mode:`` with the flag off wherever the project sets it
@@ -111,16 +112,20 @@ def _evaluation(node: nodes.NodeNG) -> bool:
     return func is not None and evaluation.eval_named(func) and grad.grad_disabled(node)
 
 
-#: A loop over a literal list or tuple of at most this many items (``for mask in (train, val,
-#: test)``) syncs a handful of times, not once per element of the data or the model.
-MAX_LITERAL_ITEMS = 4
+#: A loop whose header fixes at most this many items (``for mask in (train, val, test)``, ``for stage in
+#: range(6)``, a literal dict of loss terms) syncs a handful of times a step, not once per element of the
+#: data or the model: the first read waits for the step's queue, as the once-per-step logging read does,
+#: and each later one copies a few bytes from an idle device. Per-sample and per-parameter loops run
+#: over the batch size or the model's parameter tensors, dozens to hundreds of times.
+MAX_FIXED_ITEMS = 8
 
 
-def _few_literal_items(loop: training_step.Element) -> bool:
+def _few_fixed_items(loop: training_step.Element) -> bool:
     if isinstance(loop, nodes.While):
         return False
-    iterable = loops.unwrap_iteration(loop.iter if isinstance(loop, nodes.For) else loop.generators[0].iter)
-    return isinstance(iterable, (nodes.List, nodes.Tuple)) and len(iterable.elts) <= MAX_LITERAL_ITEMS
+    iterable = loop.iter if isinstance(loop, nodes.For) else loop.generators[0].iter
+    bound = loops.header_bound(iterable)
+    return bound is not None and bound <= MAX_FIXED_ITEMS
 
 
 def _loop_text(loop: training_step.Element) -> str:

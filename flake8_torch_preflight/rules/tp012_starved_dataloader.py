@@ -448,23 +448,9 @@ def _short_run(uses: "loader_use.Uses") -> bool:
         if isinstance(loop, nodes.While) or infer.call_name(loop.iter) == "range":
             return False  # batches drawn with next() for a number of steps: the run's length is not in epochs
         for outer in loader_use.epoch_loops(loop, route):
-            count = _range_count(outer)
-            if count is None or count > SHORT_RUN_EPOCHS:
+            if loops.iteration_bound(outer, SHORT_RUN_EPOCHS) is None:
                 return False
     return True
-
-
-def _range_count(loop: nodes.NodeNG) -> Optional[int]:
-    """N for ``for ... in range(N)`` / ``range(a, b)`` with known bounds, else None."""
-    if not isinstance(loop, nodes.For) or not isinstance(loop.iter, nodes.Call):
-        return None
-    if infer.call_name(loop.iter) != "range" or not 1 <= len(loop.iter.args) <= 2:
-        return None
-    bounds = [static_values.int_value(a) for a in loop.iter.args]
-    if any(b is None for b in bounds):
-        return None
-    values = [b.value for b in bounds if b is not None]
-    return values[0] if len(values) == 1 else values[1] - values[0]
 
 
 def _call_work(call: nodes.Call, depth: int, bound: Bound = _NOTHING_BOUND) -> object:

@@ -251,12 +251,19 @@ def iteration_bound(loop: Loop, limit: int) -> Optional[int]:
     not fixed, since a run may make it large."""
     if not isinstance(loop, nodes.For):
         return None
-    bounds = [b for b in (_header_bound(loop.iter), _break_bound(loop, limit)) if b is not None]
+    bounds = [b for b in (header_bound(loop.iter), _break_bound(loop, limit)) if b is not None]
     found = min(bounds) if bounds else None
     return found if found is not None and found <= limit else None
 
 
-def _header_bound(iterable: nodes.NodeNG) -> Optional[int]:
+def header_bound(iterable: nodes.NodeNG) -> Optional[int]:
+    """The most items a loop or comprehension header's iterable yields, when the source fixes it:
+    ``range(k)`` with fixed bounds, a literal list, tuple, set or dict (no unpacking in it), ``islice``
+    and ``zip`` with a range (see ``iteration_bound``), through the ``ITERATION_WRAPPERS``, written
+    there or bound once to a name (a dict's ``.items()``, ``.keys()``, ``.values()`` too); None otherwise."""
+    if isinstance(iterable, nodes.Call) and isinstance(iterable.func, nodes.Attribute) and not iterable.args:
+        if iterable.func.attrname in ("items", "keys", "values"):
+            iterable = iterable.func.expr
     if isinstance(iterable, nodes.Name):
         values = dataflow.assigned_values(iterable)
         if not values or len(values) != 1:
@@ -266,6 +273,9 @@ def _header_bound(iterable: nodes.NodeNG) -> Optional[int]:
     while isinstance(iterable, nodes.Call) and iterable.args:
         name = infer.call_name(iterable)
         if name not in ITERATION_WRAPPERS:
+            length = _range_length(iterable)
+            if length is not None:
+                bound = length if bound is None else min(bound, length)
             break
         if name in CONSUMING_WRAPPERS:
             bound = None  # read in full whatever takes items from it
@@ -282,7 +292,20 @@ def _header_bound(iterable: nodes.NodeNG) -> Optional[int]:
                 bound = pulled if bound is None else min(bound, pulled)
             break  # which argument is the iterable asked about is not known here
         iterable = iterable.args[0]
+    else:
+        length = _literal_length(iterable)
+        if length is not None:
+            bound = length if bound is None else min(bound, length)
     return bound
+
+
+def _literal_length(expr: nodes.NodeNG) -> Optional[int]:
+    """How many items a literal list, tuple, set or dict holds; None where one is unpacked into it."""
+    if isinstance(expr, (nodes.List, nodes.Tuple, nodes.Set)):
+        return None if any(isinstance(e, nodes.Starred) for e in expr.elts) else len(expr.elts)
+    if isinstance(expr, nodes.Dict):
+        return None if any(isinstance(k, nodes.DictUnpack) for k, _ in expr.items) else len(expr.items)
+    return None
 
 
 def _range_length(expr: nodes.NodeNG) -> Optional[int]:
