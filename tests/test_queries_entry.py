@@ -290,7 +290,8 @@ def test_tp009_leaves_a_library_modules_main_check_alone(tmp_path) -> None:
     from flake8_torch_preflight import engine
     from flake8_torch_preflight.analysis.setup import build
 
-    source = _SMOKE + "    torch.save(net.state_dict(), 'net.pt')\n"  # keeps a result: not a made-up demo
+    # keeps a result (not a made-up demo), and its weights stay the drawn ones (no load)
+    source = _SMOKE.replace("    net.load_weights()\n", "") + "    torch.save(net.state_dict(), 'net.pt')\n"
     lines = source.splitlines(True)
     script = tmp_path / "check.py"
     script.write_text(source)
@@ -301,3 +302,52 @@ def test_tp009_leaves_a_library_modules_main_check_alone(tmp_path) -> None:
     # a script whose backward steps nothing still draws its weights unseeded; in a package it is a check
     assert [f.line for f in engine.analyse_file(str(script), lines, build.Settings())["TP009"]] == [8]
     assert engine.analyse_file(str(package / "check.py"), lines, build.Settings())["TP009"] == []
+
+
+# -- test_suite_module: test code, not a run (the policy every code follows in rules/_base.py) ---------
+
+_LOOP = (
+    "import torch\n"
+    "model = torch.nn.Linear(4, 2)\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "for _ in range(10):\n"
+    "    model(torch.rand(3, 4)).sum().backward()\n"
+    "    opt.step()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "path, source, expected",
+    [
+        ("project/test/test_model.py", _LOOP, True),  # a script named like a test in the test folder
+        ("project/tests/unit/test_model.py", _LOOP, True),
+        ("project/test_model.py", "import unittest\n" + _LOOP, True),  # imports a test framework
+        ("project/conftest.py", _LOOP, True),
+        ("project/tools/test_net.py", _LOOP, False),  # an evaluation program named like a test
+        ("project/test/train.py", _LOOP, False),  # not named like a test
+        ("project/latest_model.py", _LOOP, False),
+    ],
+)
+def test_test_suite_module(tmp_path, path: str, source: str, expected: bool) -> None:
+    from flake8_torch_preflight.analysis.training import evaluation
+
+    module = build_module(source, str(tmp_path / path))
+    assert evaluation.test_suite_module(module) is expected
+
+
+def test_no_code_reports_in_the_test_suite(tmp_path) -> None:
+    """The same loop without zero_grad: reported in a training script, silent in tests/."""
+    import ast
+
+    from flake8_torch_preflight import engine
+    from flake8_torch_preflight.analysis.setup import build
+
+    def codes(path: str) -> List[str]:
+        target = tmp_path / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(_LOOP)
+        found = engine.analyse_file(str(target), _LOOP.splitlines(keepends=True), build.Settings(), ast.parse(_LOOP))
+        return sorted(code for code, findings in found.items() if findings)
+
+    assert codes("project/train.py") == ["TP003"]
+    assert codes("project/test/test_model.py") == []

@@ -54,7 +54,7 @@ class Rule:
             return
         from ..analysis.training import evaluation  # astroid only once a file is analysed
 
-        if evaluation.in_unit_test(node):
+        if evaluation.in_unit_test(node) or evaluation.test_suite_module(node.root()):
             return  # a unit test's code runs once on the test's own inputs: the project's policy for every code
         text = fit_message(self.message, fields, self.quoted)
         line = getattr(node, "lineno", None) or 1

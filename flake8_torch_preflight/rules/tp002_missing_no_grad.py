@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 from astroid import nodes
 
 from ..analysis.semantic import infer, loops
-from ..analysis.training import evaluation, param_count, provenance, training_step
+from ..analysis.training import device, entrypoint, evaluation, param_count, provenance, training_step
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
@@ -77,11 +77,16 @@ class MissingNoGrad(Rule):
         "``test()`` on a graph after training). It costs one graph, freed with its output, not one per "
         "batch. The same forward in a function the epoch loop calls, or one with no call in the "
         "file (its callers elsewhere may run it per batch or per request), is reported."
-        " So is one pass over a test set once per run in a program that trains (the final test after the "
-        "epochs, at module level or in a function every call of which runs once) only when it keeps "
+        " So is one pass over a test set once per run after training on its path (the final test after "
+        "the epochs, at module level or in a function every call of which runs once) only when it keeps "
         "graphs across its iterations (``outputs.append(model(x))``, ``total += loss``): otherwise each "
         "batch's graph is freed at the next, under the training step's own peak. In a program that only "
-        "evaluates, that pass is the run, and is reported."
+        "evaluates, or on a path that only evaluates (``if args.eval: test() else: train()``), that pass "
+        "is the run, and is reported."
+        " A program that runs on the CPU (nothing in the file places work on an accelerator: no CUDA, no "
+        "device, no framework or wrapper that places the model) wastes no GPU memory or time: its "
+        "evaluation of a model bound in the file is left alone; one of a model handed in by callers "
+        "elsewhere is still reported."
         " Unit tests: in a test module (``test_*.py``, ``*_test.py``, ``conftest.py``, or one importing pytest "
         "or unittest) a forward outside any loop runs once per test and is left alone, in the test and in the "
         "tester helpers it calls; a ``test_*`` name is no evaluation evidence; and nothing inside a test function "
@@ -100,7 +105,7 @@ class MissingNoGrad(Rule):
         "    return correct\n"
         "\n"
         "\n"
-        "evaluate(nn.Linear(8, 2), [])\n"
+        "evaluate(nn.Linear(8, 2).cuda(), [])\n"
     )
     example_good = (
         "import torch\n"
@@ -116,7 +121,7 @@ class MissingNoGrad(Rule):
         "    return correct\n"
         "\n"
         "\n"
-        "evaluate(nn.Linear(8, 2), [])\n"
+        "evaluate(nn.Linear(8, 2).cuda(), [])\n"
     )
 
     def __init__(self, ctx: "FileContext") -> None:
@@ -178,6 +183,8 @@ class MissingNoGrad(Rule):
             return  # a caller runs it under enable_grad(): it wants the graph
         if _runs_once(p, node, func, _CALLER_DEPTH):
             return  # a one-off forward (a final test, a warm-up, a unit test): not an evaluation loop
+        if device.cpu_only(node.root()) and _bound_in_file(model):
+            return  # a program that runs on the CPU: no accelerator's memory or time is at stake
         if func is not None and mode == ("eval", "self") and func.is_method() and evaluation.repeats(node):
             self._self_switched.add(id(func))  # ``generate()`` calls self.eval() and decodes in a loop
         self._found.append((node, func, why))
@@ -283,7 +290,9 @@ def _runs_once(p: "provenance.Provenance", call: nodes.Call, func: Optional[node
     return _function_runs_once(p, func, depth)
 
 
-def _final_pass(p: "provenance.Provenance", call: nodes.Call, func: Optional[nodes.FunctionDef], depth: int) -> bool:
+def _final_pass(
+    p: "provenance.Provenance", call: nodes.Call, func: Optional[nodes.FunctionDef], depth: int
+) -> bool:
     """One pass over a test set in a program that trains: the forward repeats only inside one loop
     that itself runs once per run (at module level, or in a function every call of which runs once),
     in a file that takes optimizer steps, and no value that carries the pass's graph outlives an
@@ -296,8 +305,47 @@ def _final_pass(p: "provenance.Provenance", call: nodes.Call, func: Optional[nod
         return False  # an evaluation or inference program: the pass is the run
     if func is not None and not _function_runs_once(p, func, depth):
         return False
+    if not _after_training(p, call, depth):
+        return False  # ``if args.eval: test() else: train()``: on its path the pass is the run
     kinds = (nodes.AugAssign, nodes.Assign, nodes.Call)
     return not any(_keeps_graph(p, node) for stmt in around[0].body for node in stmt.nodes_of_class(kinds))
+
+
+_BLOCKS = ("body", "orelse", "handlers", "finalbody")
+
+
+def _after_training(p: "provenance.Provenance", node: nodes.NodeNG, depth: int) -> bool:
+    """Training runs before ``node`` on every path to it: a statement ahead of it in its block, or in
+    an enclosing block, makes a backward or optimizer step (the file's functions it calls expanded,
+    ``entrypoint.calls_run_by``); in a function, this holds at every call of it in the file."""
+    stmt = node.statement()
+    while not isinstance(stmt, (nodes.FunctionDef, nodes.Module)):
+        parent = stmt.parent
+        for field in _BLOCKS:
+            block = getattr(parent, field, None) or []
+            if any(s is stmt for s in block):
+                before = block[: [id(s) for s in block].index(id(stmt))]
+                if any(training_step.is_step_call(c) for c in entrypoint.calls_run_by(before)):
+                    return True
+        stmt = parent if parent.is_statement or isinstance(parent, nodes.Module) else parent.statement()
+    if isinstance(stmt, nodes.Module) or depth <= 0:
+        return False
+    sites = p.call_sites(stmt)
+    return bool(sites) and all(_after_training(p, site, depth - 1) for site in sites)
+
+
+def _bound_in_file(model: nodes.NodeNG) -> bool:
+    """What ``model`` names is bound in this file (an assignment, or an argument every in-file call
+    site passes: ``infer.bound_values``), not handed in by a caller elsewhere that may place it."""
+    root = evaluation.unwrap(model)
+    while isinstance(root, nodes.Attribute):
+        root = root.expr
+    if not isinstance(root, nodes.Name):
+        return False
+    values = infer.bound_values(root)
+    return values is not None and all(
+        not isinstance(v, nodes.Name) or infer.bound_values(v) is not None for v in values
+    )
 
 
 def _keeps_graph(p: "provenance.Provenance", node: nodes.NodeNG) -> bool:

@@ -91,6 +91,7 @@ MAX_DEPTH = 8
 # -- does the file use CUDA -------------------------------------------------------------------
 
 _CUDA_MEMO: "Dict[nodes.Module, bool]" = memo.per_file()
+_CPU_MEMO: "Dict[nodes.Module, bool]" = memo.per_file()
 
 
 def uses_cuda(module: nodes.Module) -> bool:
@@ -107,6 +108,32 @@ def uses_cuda(module: nodes.Module) -> bool:
         cached = _find_cuda_evidence(module)
         _CUDA_MEMO[module] = cached
     return cached
+
+
+#: Calls that hand a model or tensors to a framework or wrapper that may place them on an accelerator.
+PLACING_CALLS = frozenset({
+    "prepare", "setup", "setup_module", "DataParallel", "DistributedDataParallel", "FullyShardedDataParallel",
+    "Trainer", "Fabric", "Accelerator", "set_default_device", "initialize", "from_pretrained",
+})
+
+
+def cpu_only(module: nodes.Module) -> bool:
+    """Nothing in the file places work on an accelerator: no CUDA evidence (``uses_cuda``), no
+    ``.to(...)`` whose target is a device or may be one (``transfer_target``), no ``.cuda()``, and no
+    call that hands the model to a framework or wrapper that places it (``PLACING_CALLS``, by name)."""
+    cached = _CPU_MEMO.get(module)
+    if cached is None:
+        cached = _CPU_MEMO[module] = not uses_cuda(module) and not any(
+            _may_place(call) for call in module.nodes_of_class(nodes.Call)
+        )
+    return cached
+
+
+def _may_place(call: nodes.Call) -> bool:
+    """A transfer to a device (or to one a ``**kwargs`` names), or a call that hands work to a placer."""
+    if transfer_target(call) in ("accelerator", "device") or infer.call_name(call) in PLACING_CALLS:
+        return True
+    return infer.method_name(call) == "to" and any(k.arg is None for k in call.keywords or [])
 
 
 def _find_cuda_evidence(module: nodes.Module) -> bool:

@@ -99,7 +99,26 @@ def frozen_model(
     return _frozen_by_call(model, func) or (reaching is not None and built_frozen(model, reaching))
 
 
-def _frozen_by_call(model: nodes.NodeNG, func: Optional[nodes.FunctionDef]) -> bool:
+#: How many parameter-to-argument hops ``_frozen_by_call`` follows to the caller that froze the model.
+FROZEN_CALLER_DEPTH = 2
+
+
+def _frozen_by_call(model: nodes.NodeNG, func: Optional[nodes.FunctionDef], depth: int = FROZEN_CALLER_DEPTH) -> bool:
+    """``_frozen_here``, or, for a model that is a parameter of ``func``, frozen where every call
+    site of ``func`` in the file passes it (``infer.parameter_arguments``: ``evaluate(model)`` after
+    ``model.requires_grad_(False)`` in the caller)."""
+    if _frozen_here(model, func):
+        return True
+    root = unwrap(model)
+    if depth <= 0 or func is None or not isinstance(root, nodes.Name) or root.name not in func.argnames():
+        return False
+    arguments = infer.parameter_arguments(root)
+    return bool(arguments) and all(
+        _frozen_by_call(a, loops.enclosing_function(a), depth - 1) for a in arguments  # type: ignore[union-attr]
+    )
+
+
+def _frozen_here(model: nodes.NodeNG, func: Optional[nodes.FunctionDef]) -> bool:
     text = dataflow.binding_text(unwrap(model))
     scopes: List[nodes.NodeNG] = [func] if func is not None else []
     root = unwrap(model)
@@ -610,17 +629,37 @@ def in_unit_test(node: nodes.NodeNG) -> bool:
     return False
 
 
-def test_module(module: nodes.Module) -> bool:
-    """A test module: named ``test_*.py``, ``*_test.py`` or ``conftest.py``, or importing pytest/unittest."""
-    base = os.path.basename(getattr(module, "file", None) or "")
-    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
-        return True
+#: Folders that hold a project's test suite.
+TEST_FOLDERS = frozenset({"test", "tests", "testing", "unittests"})
+
+
+def test_suite_module(module: nodes.Module) -> bool:
+    """A module of the test suite: a ``test_module`` that imports pytest/unittest, is a ``conftest.py``,
+    or lives in a ``test``/``tests`` folder (``tests/test_model.py``). Such a module holds tests and their
+    helpers, run once on made-up inputs, not a training or evaluation run; a script named like a test
+    elsewhere (``tools/test_net.py``, an evaluation program) is not one."""
+    if not test_module(module):
+        return False
+    path = os.path.abspath(getattr(module, "file", None) or "")
+    folders = set(os.path.dirname(path).split(os.sep)[-3:])
+    return bool(folders & TEST_FOLDERS) or os.path.basename(path) == "conftest.py" or _imports_test_framework(module)
+
+
+def _imports_test_framework(module: nodes.Module) -> bool:
     for node in module.body:
         if isinstance(node, nodes.Import) and any(n.split(".")[0] in TEST_FRAMEWORKS for n, _ in node.names):
             return True
         if isinstance(node, nodes.ImportFrom) and (node.modname or "").split(".")[0] in TEST_FRAMEWORKS:
             return True
     return False
+
+
+def test_module(module: nodes.Module) -> bool:
+    """A test module: named ``test_*.py``, ``*_test.py`` or ``conftest.py``, or importing pytest/unittest."""
+    base = os.path.basename(getattr(module, "file", None) or "")
+    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+        return True
+    return _imports_test_framework(module)
 
 
 # ---------------------------------------------------------------- models built frozen (PEFT)

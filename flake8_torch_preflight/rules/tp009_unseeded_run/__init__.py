@@ -192,6 +192,53 @@ class UnseededRun(Rule):
                 self.report(call, **fields)
 
 
+#: How many constructors up ``_built_for`` follows a layer (a block built in the model's ``__init__``).
+LOADED_NESTING = 2
+
+
+def _loaded_classes(calls: Sequence[nodes.Call]) -> Dict[int, bool]:
+    """For each class of the file the run constructs outside a constructor: whether every such
+    construction has its weights loaded afterwards (``net = Net(); net.load_state_dict(...)``:
+    ``weights_replaced``). A block built in another class's ``__init__`` goes with that class."""
+    found: Dict[int, bool] = {}
+    for call in calls:
+        klass = _constructed_class(call)
+        if klass is not None and not _in_constructor(call):
+            found[id(klass)] = found.get(id(klass), True) and weights_replaced(call)
+    return found
+
+
+def _constructed_class(call: nodes.Call) -> "nodes.ClassDef | None":
+    if not isinstance(call.func, nodes.Name):
+        return None
+    klass = call.func.lookup(call.func.name)[1]
+    target = klass[0] if len(klass) == 1 else None
+    return target if isinstance(target, nodes.ClassDef) and target.root() is call.root() else None
+
+
+def _in_constructor(call: nodes.Call) -> "nodes.ClassDef | None":
+    """The class whose ``__init__`` makes ``call``."""
+    func = call.scope()
+    klass = func.parent if isinstance(func, nodes.FunctionDef) and func.name == "__init__" else None
+    return klass if isinstance(klass, nodes.ClassDef) else None
+
+
+def _built_for(
+    call: nodes.Call, calls: Sequence[nodes.Call], loaded: Dict[int, bool], depth: int = LOADED_NESTING
+) -> bool:
+    """``call`` runs in the ``__init__`` of a class of the file whose every construction in the run
+    has its weights loaded, directly or through the ``__init__`` of such a class building it."""
+    klass = _in_constructor(call)
+    if klass is None:
+        return False
+    if id(klass) in loaded:
+        return loaded[id(klass)]
+    if depth <= 0:
+        return False
+    builders = [c for c in calls if _constructed_class(c) is klass]
+    return bool(builders) and all(_built_for(b, calls, loaded, depth - 1) for b in builders)
+
+
 def _op_self_test(calls: List[nodes.Call]) -> bool:
     """The run checks an op's gradients numerically (``entrypoint.checks_gradients``) and reads no data."""
     return entrypoint.checks_gradients(calls) and not any(entrypoint.reads_data(call) for call in calls)
@@ -229,9 +276,12 @@ class _RandomState:
         self.unseen: Set[str] = set()
         effects = [effect(call) for call in self.calls]
         choices = seed_choices(self.calls, effects)
+        loaded = _loaded_classes(self.calls)
         for call, found in zip(self.calls, effects):
             if found is None:
                 continue
+            if found.weights and _built_for(call, self.calls, loaded):
+                continue  # a layer of a model whose every construction in the run has its weights loaded
             if id(call) in choices:
                 self.intent = True  # ``args.seed = random.randint(1, 10000)``: picks the seed, draws no training
                 continue
