@@ -81,6 +81,7 @@ EFFECTS = {
     "sgd": "each {optimizer} update is that many times too large",
     "decay": "{optimizer}'s weight_decay is that many times too weak",
     "either": "the step sees that many times the mean gradient",
+    "mixed": "it weighs that many times the divided loss",
 }
 
 
@@ -104,7 +105,9 @@ class UnscaledAccumulation(Rule):
         "and helpers of the file: a division anywhere on that path, or gradients divided before the step, "
         "is accepted; a division of a logged copy is not. The message names which of these the sum changes "
         "(when a config picks the optimizer on several branches, it says only that the step sees N times "
-        "the mean gradient)."
+        "the mean gradient; when another backward of the same micro-batch is divided, as a task loss "
+        "beside an undivided adversarial or auxiliary loss, it says that the undivided term weighs N times "
+        "the divided one)."
     )
     leaves_alone = (
         "Optimizers that divide the gradient by a running estimate of its own scale (Adam, AdamW, RMSprop, "
@@ -177,6 +180,8 @@ class UnscaledAccumulation(Rule):
         effect = scale_effect(found)
         if effect is None:
             return  # the optimizer's update does not depend on the gradient's scale
+        if any(_divided(_loss_trace(call)) for call in found.backwards):
+            effect = EFFECTS["mixed"]  # another backward of the step is divided: the sum is lopsided
         for call in found.backwards:
             self._check_backward(call, found.divisor, found.text, effect)
 
@@ -186,13 +191,8 @@ class UnscaledAccumulation(Rule):
             return
         if gradients.framework_managed(call) or _under_accumulate(call):
             return
-        receiver = gradients.backward_receiver(call)
-        if gradients.is_scale_call(receiver):
-            if not receiver.args:
-                return
-            receiver = receiver.args[0]
-        trace = derivation.derive(receiver)
-        if any(derivation.is_division(node) for node in trace.nodes):
+        trace = _loss_trace(call)
+        if trace is None or _divided(trace):
             return
         if any(isinstance(node, nodes.Call) and models.sum_reduced(node) for node in trace.nodes):
             return  # a summed loss: N micro-batches sum to the full batch's loss, as without accumulation
@@ -202,6 +202,21 @@ class UnscaledAccumulation(Rule):
             return  # an unseen loss function that receives N may divide by it
         self._reported.add(id(call))
         self.report(call, n=text, effect=effect)
+
+
+def _loss_trace(call: nodes.Call) -> "Optional[derivation.Derivation]":
+    """How the loss a backward differentiates was derived (through ``scaler.scale(loss)``); None for
+    a ``scale()`` with no argument."""
+    receiver = gradients.backward_receiver(call)
+    if gradients.is_scale_call(receiver):
+        if not receiver.args:
+            return None
+        receiver = receiver.args[0]
+    return derivation.derive(receiver)
+
+
+def _divided(trace: "Optional[derivation.Derivation]") -> bool:
+    return trace is not None and any(derivation.is_division(node) for node in trace.nodes)
 
 
 def _handed(call: nodes.Call, divisor: Optional[nodes.NodeNG]) -> bool:

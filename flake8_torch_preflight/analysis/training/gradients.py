@@ -124,8 +124,12 @@ def _scaler_receiver(call: nodes.Call) -> bool:
     receiver = call.func.expr  # type: ignore[union-attr]
     if infer.is_instance_of(receiver, GRAD_SCALERS):
         return True
-    if infer.safe_infer(receiver) is not None:
+    inferred = infer.safe_infer(receiver)
+    if inferred is not None and not isinstance(inferred, nodes.Const):
         return False
+    # Nothing inferred, or a constant, which has no ``scale`` method: the binding the source shows is
+    # replaced at run time (``scaler: Optional[GradScaler] = 'Default'`` filled in by a configuration
+    # system), so the name decides.
     name = dataflow.terminal_name(receiver)
     return name is not None and SCALER_NAME.search(name) is not None
 
