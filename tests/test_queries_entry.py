@@ -326,6 +326,12 @@ _LOOP = (
         ("project/tools/test_net.py", _LOOP, False),  # an evaluation program named like a test
         ("project/test/train.py", _LOOP, False),  # not named like a test
         ("project/latest_model.py", _LOOP, False),
+        ("project/bench.py", "from unittest.mock import patch\n" + _LOOP, False),  # borrows a patcher only
+        ("project/test_net.py", "from unittest import mock\n" + _LOOP, False),
+        ("project/checks.py", "import unittest\n" + _LOOP + "class ModelTest(unittest.TestCase):\n    pass\n", True),
+        ("project/checks.py", "import pytest\n" + _LOOP + "def test_loss():\n    pass\n", True),
+        ("project/helpers.py", "import pytest\n" + _LOOP, False),  # a helper importing pytest, no tests
+        ("project/tests/testing_common.py", "import pytest\n" + _LOOP, True),  # the suite's shared helpers
     ],
 )
 def test_test_suite_module(tmp_path, path: str, source: str, expected: bool) -> None:

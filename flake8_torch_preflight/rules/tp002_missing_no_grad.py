@@ -87,11 +87,11 @@ class MissingNoGrad(Rule):
         "device, no framework or wrapper that places the model) wastes no GPU memory or time: its "
         "evaluation of a model bound in the file is left alone; one of a model handed in by callers "
         "elsewhere is still reported."
-        " Unit tests: in a test module (``test_*.py``, ``*_test.py``, ``conftest.py``, or one importing pytest "
-        "or unittest) a forward outside any loop runs once per test and is left alone, in the test and in the "
-        "tester helpers it calls; a ``test_*`` name is no evaluation evidence; and nothing inside a test function "
-        "itself (a ``test_*`` function of a test module or a method of a ``Test*`` class) is reported, by any code: "
-        "it runs once per test on the test's own inputs."
+        " Unit tests, by any code: nothing in a module of the test suite (a ``test_*.py``/``*_test.py`` module "
+        "in a ``test``/``tests`` folder or importing pytest or unittest, or a ``conftest.py``) and nothing inside "
+        "a test function elsewhere (a ``test_*`` function of a test module or a method of a ``Test*`` class) is "
+        "reported: it runs once per test on the test's own inputs; a ``test_*`` name is no evaluation evidence. "
+        "A script named like a test outside the suite (``tools/test_net.py``) is a program like any other."
     )
     example_bad = (
         "import torch.nn as nn\n"
@@ -361,8 +361,6 @@ def _keeps_graph(p: "provenance.Provenance", node: nodes.NodeNG) -> bool:
 
 
 def _function_runs_once(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
-    if evaluation.test_module(func.root()):
-        return True  # a test case or its helper: the runner calls it once per test
     sites = p.call_sites(func)
     if not sites or depth <= 0:
         return False  # called from elsewhere (another module, a framework): maybe per epoch

@@ -40,8 +40,7 @@ class SyncInHotLoop(Rule):
         " A loop over a few items fixed in the source (``for mask in [train, val, test]``, ``for j in "
         "range(6)``) and an "
         "evaluation function run with autograd off (``@torch.no_grad() def test():`` beside ``train()``) are "
-        "not reported. Nor are unit-test modules (``test_*.py``, or a file importing pytest or unittest):"
-        " a test runs its step once."
+        "not reported. Nor is the test suite (no code reports in it: a test runs its step once)."
         " Nor is a sync under a branch no run takes: ``if self.debug_mode:`` where every assignment the "
         "project makes sets the flag False or None (a flag read from the command line, a parameter or a "
         "configuration file may be on, and is still reported)."
@@ -81,8 +80,6 @@ class SyncInHotLoop(Rule):
             return
         if not device.uses_cuda(node.root()):
             return  # no device to wait for (computed once per file)
-        if evaluation.test_module(node.root()):
-            return  # a unit test runs its step once: no step to stall every time
         sync = device.sync_text(node)
         if sync is None:
             return

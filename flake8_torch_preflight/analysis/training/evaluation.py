@@ -634,23 +634,47 @@ TEST_FOLDERS = frozenset({"test", "tests", "testing", "unittests"})
 
 
 def test_suite_module(module: nodes.Module) -> bool:
-    """A module of the test suite: a ``test_module`` that imports pytest/unittest, is a ``conftest.py``,
-    or lives in a ``test``/``tests`` folder (``tests/test_model.py``). Such a module holds tests and their
-    helpers, run once on made-up inputs, not a training or evaluation run; a script named like a test
-    elsewhere (``tools/test_net.py``, an evaluation program) is not one."""
-    if not test_module(module):
-        return False
+    """A module of the test suite: ``conftest.py``; a module named like a test (``test_*.py``,
+    ``*_test.py``) in a ``test``/``tests`` folder or importing pytest/unittest; a module importing
+    pytest/unittest in such a folder (the suite's shared helpers) or defining test cases (a
+    ``unittest.TestCase`` subclass, ``test_*`` functions). Such a
+    module holds tests and their helpers, run once on made-up inputs, not a training or evaluation run;
+    a script named like a test elsewhere (``tools/test_net.py``) or one that only borrows
+    ``unittest.mock`` is not one."""
     path = os.path.abspath(getattr(module, "file", None) or "")
-    folders = set(os.path.dirname(path).split(os.sep)[-3:])
-    return bool(folders & TEST_FOLDERS) or os.path.basename(path) == "conftest.py" or _imports_test_framework(module)
+    base = os.path.basename(path)
+    if base == "conftest.py":
+        return True
+    framework = _imports_test_framework(module)
+    in_folder = bool(set(os.path.dirname(path).split(os.sep)[-3:]) & TEST_FOLDERS)
+    if base.startswith("test_") or base.endswith("_test.py"):
+        return in_folder or framework
+    return framework and (in_folder or _defines_tests(module))
+
+
+def _defines_tests(module: nodes.Module) -> bool:
+    for node in module.body:
+        if isinstance(node, nodes.ClassDef) and any(
+            base.as_string().split(".")[-1] == "TestCase" for base in node.bases
+        ):
+            return True
+        if isinstance(node, nodes.FunctionDef) and node.name.startswith("test_"):
+            return True
+    return False
 
 
 def _imports_test_framework(module: nodes.Module) -> bool:
+    """An import of pytest or unittest (``unittest.mock``, a patching helper, is no test evidence)."""
     for node in module.body:
-        if isinstance(node, nodes.Import) and any(n.split(".")[0] in TEST_FRAMEWORKS for n, _ in node.names):
+        if isinstance(node, nodes.Import) and any(
+            n.split(".")[0] in TEST_FRAMEWORKS and not n.startswith("unittest.mock") for n, _ in node.names
+        ):
             return True
         if isinstance(node, nodes.ImportFrom) and (node.modname or "").split(".")[0] in TEST_FRAMEWORKS:
-            return True
+            if not (node.modname or "").startswith("unittest.mock") and not (
+                node.modname == "unittest" and all(name == "mock" for name, _ in node.names)
+            ):
+                return True
     return False
 
 
