@@ -9,12 +9,12 @@ an unresolved ``torch.device``/device-named argument in a file with CUDA evidenc
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 from astroid import nodes
 
-from ...analysis.semantic import branches, dataflow, infer, loops
-from ...analysis.training import device, origins, training_step
+from ...analysis.semantic import branches, dataflow, infer, loops, memo
+from ...analysis.training import device, models, origins, param_count, training_step
 from . import invariance
 from ...analysis.training.torch_names import DATALOADERS, MODULE_BASES, VARIABLE
 from .._base import Rule, register, text_gate
@@ -85,7 +85,9 @@ class RedundantTransfer(Rule):
         " A transfer under a branch no run takes (``if DEBUG:`` with every assignment of the project "
         "leaving the flag False or None) is not reported, nor a copy that statements always run just before it "
         "in the same iteration or forward already made the host wait for (``.item()``, ``torch.unique``, "
-        "``repeat_interleave`` by a tensor of counts): it adds a small transfer, not a stall. One statement "
+        "``repeat_interleave`` by a tensor of counts, or a model called before it whose forward, or a layer "
+        "it builds, waits: a host tensor copied in every graph convolution): it adds a small transfer, not a "
+        "stall. One statement "
         "is one finding (``torch.cat((torch.ones(n, 1).cuda(), torch.zeros(n, k).cuda()))`` has one fix)."
     )
     example_bad = (
@@ -291,14 +293,76 @@ def _host_waits_before(node: nodes.NodeNG) -> bool:
         block = next((body for body in _blocks(parent) if child in body), None)
         if block is not None:
             for statement in block[: block.index(child)]:
-                if any(blocks_host(call) for call in _always_run_calls(statement)):
+                if any(_waits_for_device(call) for call in _always_run_calls(statement)):
                     return True
         child, parent = parent, parent.parent
     if parent is not None and not isinstance(parent, (nodes.ClassDef, nodes.Module)):
         for statement in parent.body[: parent.body.index(child)] if child in parent.body else []:
-            if any(blocks_host(call) for call in _always_run_calls(statement)):
+            if any(_waits_for_device(call) for call in _always_run_calls(statement)):
                 return True
     return False
+
+
+#: How many levels of submodules (classes built in a model's ``__init__``) ``_class_waits`` reads.
+SUBMODULE_DEPTH = 3
+
+
+def _waits_for_device(call: nodes.Call) -> bool:
+    """``call`` makes the host wait: ``blocks_host``, or a forward of a model of the project whose
+    class, or a submodule class it builds, waits in its ``forward`` (a value read back, a blocking copy
+    of a host tensor: ``torch.zeros(n, 2).to(edge_attr.device)`` in every graph convolution)."""
+    if blocks_host(call):
+        return True
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    classes = models.model_classes(call.func)
+    return bool(classes) and any(_class_waits(klass, SUBMODULE_DEPTH) for klass in classes)
+
+
+_CLASS_WAITS: "Dict[int, bool]" = memo.per_file()
+
+
+def _class_waits(klass: nodes.ClassDef, depth: int) -> bool:
+    key = id(klass)
+    if key not in _CLASS_WAITS:
+        _CLASS_WAITS[key] = False  # provisional, guards recursion
+        _CLASS_WAITS[key] = _forward_waits(klass) or (depth > 0 and any(
+            _class_waits(built, depth - 1) for built in _built_submodules(klass)
+        ))
+    return _CLASS_WAITS[key]
+
+
+def _forward_waits(klass: nodes.ClassDef) -> bool:
+    forward = klass.locals.get("forward", [None])[0]
+    if not isinstance(forward, nodes.FunctionDef):
+        return False
+    return any(blocks_host(call) or _blocking_host_copy(call) for call in forward.nodes_of_class(nodes.Call))
+
+
+def _blocking_host_copy(call: nodes.Call) -> bool:
+    """``x.to(device)`` / ``x.cuda()`` of a tensor on the host, without ``non_blocking=True``."""
+    if device.transfer_target(call) not in ("accelerator", "device"):
+        return False
+    blocking = infer.argument(call, "non_blocking")
+    if isinstance(blocking, nodes.Const) and blocking.value is True:
+        return False
+    return device.is_host_value(call.func.expr)  # type: ignore[union-attr]
+
+
+def _built_submodules(klass: nodes.ClassDef) -> List[nodes.ClassDef]:
+    """Module classes the model's ``__init__`` constructs (``GINConv(...)`` appended to a ModuleList
+    included; a class with a ``forward`` counts whatever its base, a library's message-passing layer)."""
+    init = klass.locals.get("__init__", [None])[0]
+    if not isinstance(init, nodes.FunctionDef):
+        return []
+    found = []
+    for call in init.nodes_of_class(nodes.Call):
+        built = param_count.resolve_class(call.func)
+        if built is None or built is klass:
+            continue
+        if "forward" in built.locals or param_count.is_module_class(built):
+            found.append(built)
+    return found
 
 
 def _blocks(parent: nodes.NodeNG) -> "List[List[nodes.NodeNG]]":
