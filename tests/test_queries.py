@@ -275,3 +275,11 @@ def test_counted_while_loop_is_accumulation_stepped_by_the_caller(step: str, tex
 def test_counted_while_loop_without_a_batch_fetch_is_not_accumulation() -> None:
     source = _COUNTED.format(step="1").replace("x, y = next(batches)", "x, y = batches[seen]")
     assert list(accumulation.accumulations(_module(source))) == []
+
+
+def test_tensor_attribute_reads_the_stub() -> None:
+    """Attributes and methods torch's Tensor defines, not those a library sets on a parameter."""
+    from flake8_torch_preflight.analysis.training import device
+
+    assert all(device.tensor_attribute(name) for name in ("T", "grad", "data", "shape", "detach", "view"))
+    assert not any(device.tensor_attribute(name) for name in ("ds_numel", "ds_shape", "ds_tensor", "logits"))

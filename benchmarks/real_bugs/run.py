@@ -36,9 +36,12 @@ from __future__ import annotations
 import argparse
 import csv
 import difflib
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -92,8 +95,20 @@ def read_index(path: Path) -> List[Row]:
         ]
 
 
-def lint(path: Path, code: str, gpu: str, budget: Optional[float]) -> Lint:
-    """Lines of the findings of ``code`` in ``path`` and the plugin's notes on stderr."""
+def lint(path: Path, code: str, gpu: str, budget: Optional[float], name: str = "") -> Lint:
+    """Lines of the findings of ``code`` in ``path`` and the plugin's notes on stderr.
+
+    The file is linted as a copy under its repository's file name (``name``), alone in a folder that
+    is its own project (a ``requirements.txt`` marks the root): before.py and after.py of one row, and
+    the other rows' files, are no modules of one project for the analysis that reads a project."""
+    with tempfile.TemporaryDirectory(prefix="tp_real_bug_") as folder:
+        (Path(folder) / "requirements.txt").write_text("")
+        copy = Path(folder) / (name or path.name)
+        shutil.copyfile(path, copy)
+        return _lint(copy, code, gpu, budget)
+
+
+def _lint(path: Path, code: str, gpu: str, budget: Optional[float]) -> Lint:
     args = [
         "--isolated",
         "--select",
@@ -150,8 +165,9 @@ def score(row: Row, folder: Path, gpu: str, budget: Optional[float], window: int
     after_path = folder / row.id / "after.py"
     if not (before_path.is_file() and after_path.is_file()):
         return Result(row, missing=True)
-    before = lint(before_path, row.code, gpu, budget)
-    after = lint(after_path, row.code, gpu, budget)
+    name = os.path.basename(row.path)
+    before = lint(before_path, row.code, gpu, budget, name)
+    after = lint(after_path, row.code, gpu, budget, name)
     before_text = before_path.read_text(encoding="utf-8", errors="replace").splitlines()
     after_text = after_path.read_text(encoding="utf-8", errors="replace").splitlines()
     after_line = carry_line(before_text, after_text, row.line)

@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis.semantic import infer, loops
+from ..analysis.semantic import infer, loops, project
+from ..analysis.setup import brain
 from ..analysis.training import device, entrypoint, evaluation, param_count, provenance, training_step
 from ._base import Rule, register, text_gate
 
@@ -87,6 +88,11 @@ class MissingNoGrad(Rule):
         "device, no framework or wrapper that places the model) wastes no GPU memory or time: its "
         "evaluation of a model bound in the file is left alone; one of a model handed in by callers "
         "elsewhere is still reported."
+        " A function with no call in its file is looked up in the project's other modules (read as text, "
+        "never imported): when each of them calls it under no_grad or inference_mode it is left alone; so is, in "
+        "a project that is no installable package (no setup.py, setup.cfg or pyproject.toml: no code outside "
+        "it calls its classes), a method of a class with no base outside the project that no module calls at "
+        "all (an evaluation nobody runs; a framework's hook is not such a method)."
         " Unit tests, by any code: nothing in a module of the test suite (a ``test_*.py``/``*_test.py`` module "
         "in a ``test``/``tests`` folder or importing pytest or unittest, or a ``conftest.py``) and nothing inside "
         "a test function elsewhere (a ``test_*`` function of a test module or a method of a ``Test*`` class) is "
@@ -185,6 +191,9 @@ class MissingNoGrad(Rule):
             return  # a one-off forward (a final test, a warm-up, a unit test): not an evaluation loop
         if device.cpu_only(node.root()) and _bound_in_file(model):
             return  # a program that runs on the CPU: no accelerator's memory or time is at stake
+        runner = loops.enclosing_function(shared) if shared is not None else func
+        if runner is not None and _graph_free_elsewhere(p, runner):
+            return  # the project's other modules call it only with autograd off, or never (a method)
         if func is not None and mode == ("eval", "self") and func.is_method() and evaluation.repeats(node):
             self._self_switched.add(id(func))  # ``generate()`` calls self.eval() and decodes in a loop
         self._found.append((node, func, why))
@@ -332,6 +341,43 @@ def _after_training(p: "provenance.Provenance", node: nodes.NodeNG, depth: int) 
         return False
     sites = p.call_sites(stmt)
     return bool(sites) and all(_after_training(p, site, depth - 1) for site in sites)
+
+
+def _graph_free_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef) -> bool:
+    """``func`` has no call in this file, and the project's other modules call it only under
+    ``torch.no_grad()``/``inference_mode()`` (``project.external_calls``); or, in a project that is no
+    installable package (an application: no code outside it calls its classes), it is a method of a
+    class with no base outside the project that no module of the project calls at all (an evaluation
+    nobody runs, not a framework hook)."""
+    if p.call_sites(func):
+        return False
+    calls = project.external_calls(func)
+    if calls is None:
+        return False
+    if calls:
+        return all(call.grad_off for call in calls)
+    klass = func.parent.frame() if func.is_method() else None
+    if not isinstance(klass, nodes.ClassDef) or project.packaged(str(func.root().file)):
+        return False
+    if any(infer.method_name(call) == func.name for call in func.root().nodes_of_class(nodes.Call)):
+        return False  # ``self._valid_epoch()`` in a base class of the file: a call that did not resolve to it
+    return _project_bases_only(klass)
+
+
+def _project_bases_only(klass: nodes.ClassDef, depth: int = 3) -> bool:
+    """Every base of the class is ``object`` or a class of the project (its methods are no framework's hooks)."""
+    for base in klass.bases:
+        if isinstance(base, nodes.Name) and base.name == "object":
+            continue
+        resolved = infer.safe_infer(base)
+        if not isinstance(resolved, nodes.ClassDef) or depth <= 0:
+            return False
+        home = resolved.root()
+        if home is not klass.root() and not brain.project_module(str(home.name)):
+            return False
+        if not _project_bases_only(resolved, depth - 1):
+            return False
+    return True
 
 
 def _bound_in_file(model: nodes.NodeNG) -> bool:

@@ -25,28 +25,17 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
 from . import dataflow, infer, loops, memo, static_values
-
-#: Files naming the top of a project; the folder tree above the checked file is searched for one.
-ROOT_MARKERS = (".git", "setup.py", "setup.cfg", "pyproject.toml", "requirements.txt")
-
-#: How many folders (the file's own and those above it) are searched for a root marker; without
-#: one, the project is the folder above the file's folder.
-MAX_ROOT_LEVELS = 4
-
-#: Files looked at in a project, and how much of each is read; past either the flag is unknown.
-MAX_PROJECT_FILES, MAX_FILE_BYTES = 3000, 1_000_000
+from . import project
+from .project import project_files, project_root
 
 #: Configuration files: a flag named in one may be set from it.
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".conf")
-
-#: Folders never part of the project's own source.
-SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env"})
 
 #: How many helper levels ``reached_only_when_off`` follows through call sites.
 MAX_CALL_DEPTH = 2
@@ -194,48 +183,16 @@ def _project_leaves_off(module: nodes.Module, name: str) -> bool:
     return _PROJECT[key]
 
 
-def project_root(path: str) -> str:
-    """The nearest folder holding a ``ROOT_MARKERS`` file, among the file's folder and the
-    ``MAX_ROOT_LEVELS - 1`` above it; else the folder above the file's folder."""
-    folder = os.path.dirname(os.path.abspath(path))
-    candidate = folder
-    for _ in range(MAX_ROOT_LEVELS):
-        if any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS):
-            return candidate
-        above = os.path.dirname(candidate)
-        if above == candidate:
-            break
-        candidate = above
-    return os.path.dirname(folder) or folder
-
-
-def _project_files(root: str) -> Iterator[Optional[str]]:
-    """Paths of the project's files; a final None when there are more than ``MAX_PROJECT_FILES``."""
-    seen = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
-        for filename in sorted(files):
-            seen += 1
-            if seen > MAX_PROJECT_FILES:
-                yield None
-                return
-            yield os.path.join(folder, filename)
-
-
 def _stores_only_off(root: str, name: str) -> bool:
     word = re.compile(r"\b(?:{}|{})\b".format(re.escape(name), re.escape(name.replace("_", "-"))))
     literal_seen = False
-    for path in _project_files(root):
+    for path in project_files(root):
         if path is None:
             return False
         if not path.endswith(".py") and not path.endswith(CONFIG_SUFFIXES):
             continue
-        try:
-            if os.path.getsize(path) > MAX_FILE_BYTES:
-                return False
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
+        text = project.source(path)
+        if text is None:
             return False
         if not word.search(text):
             continue

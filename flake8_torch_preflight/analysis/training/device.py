@@ -222,6 +222,17 @@ def tensor_methods() -> FrozenSet[str]:
     return _TENSOR_METHODS["methods"]
 
 
+def tensor_attribute(name: str) -> bool:
+    """``name`` is an attribute or method torch's ``Tensor`` defines (in the stubs): not one a library
+    set on a parameter (DeepSpeed's ``p.ds_numel``, ``p.ds_shape``)."""
+    if "attributes" not in _TENSOR_METHODS:
+        brain.install()
+        torch_stub = brain.stub_module("torch")
+        klass = torch_stub.locals.get("Tensor", [None])[0] if torch_stub is not None else None
+        _TENSOR_METHODS["attributes"] = frozenset(klass.locals) if isinstance(klass, nodes.ClassDef) else frozenset()
+    return name in _TENSOR_METHODS["attributes"]
+
+
 def _returns_tensor(value: Optional[nodes.NodeNG]) -> bool:
     if isinstance(value, nodes.Name) and value.name == "self":
         return True

@@ -57,7 +57,7 @@ from astroid.bases import BoundMethod, Instance, UnboundMethod
 
 from ...setup import brain
 from ...semantic import dataflow, infer, loops, notes, static_values
-from .. import evaluation, grad, gradients, models
+from .. import device, evaluation, grad, gradients, models
 from ..torch_names import GRAD_MODE_SETTERS, GRAD_OFF_CONTEXTS
 from .callers import CallSites
 from .lattice import (
@@ -764,7 +764,9 @@ class _Runner:
             for key, value in base.keys:
                 if key == node.attrname:
                     return value
-        # an attribute of a parameter (``p.ds_numel``, ``p.T``) holds no operation's graph either
+        if base.leaf and not device.tensor_attribute(node.attrname):
+            return stop(base)  # metadata a library set on a parameter (``p.ds_numel``): no tensor of the graph
+        # an attribute of a parameter (``p.T``) holds no operation's graph either
         return Prov(base.sources, base.maybe, base.params, base.deps, base.leaf, base.stopped)
 
     def comprehension(self, node: nodes.NodeNG, env: _Env) -> Prov:

@@ -1,0 +1,137 @@
+"""``analysis.semantic.project``: the project around the checked file, read as text (never imported),
+and TP002's use of it: an evaluation function whose callers live in other modules."""
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+from typing import Dict, List
+
+from astroid import nodes
+
+from flake8_torch_preflight import engine
+from flake8_torch_preflight.analysis.semantic import project
+from flake8_torch_preflight.analysis.setup import build
+from flake8_torch_preflight.analysis.setup.build import build_module
+
+VALIDATION = textwrap.dedent(
+    """\
+    import torch
+
+
+    def validate(model, loader, device):
+        model.eval()
+        total = 0.0
+        for x, y in loader:
+            total += torch.nn.functional.l1_loss(model(x.to(device)), y.to(device)).item()
+        return total
+    """
+)
+
+TRAINER = textwrap.dedent(
+    """\
+    import torch
+
+
+    class BaseTrainer(object):
+        def __init__(self, model, optimizer):
+            self.model, self.optimizer = model, optimizer
+
+        def run_epoch(self, phase, loader):
+            if phase == "train":
+                self.model.train()
+            else:
+                self.model.eval()
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(self.model(x.cuda()), y.cuda())
+                if phase == "train":
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+
+        def val(self, loader):
+            return self.run_epoch("val", loader)
+
+        def train(self, loader):
+            return self.run_epoch("train", loader)
+    """
+)
+
+
+def _project(tmp_path: Path, files: Dict[str, str], marker: str = "requirements.txt") -> Path:
+    (tmp_path / marker).write_text("")  # an application; setup.py / pyproject.toml make it a package
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def _function(path: Path, name: str) -> nodes.FunctionDef:
+    module = build_module(path.read_text(), str(path))
+    return next(f for f in module.nodes_of_class(nodes.FunctionDef) if f.name == name)
+
+
+def _tp002(path: Path) -> List[int]:
+    source = path.read_text()
+    found = engine.analyse_file(str(path), source.splitlines(keepends=True), build.Settings(), ast.parse(source))
+    return [finding.line for finding in found.get("TP002", [])]
+
+
+CALL_UNDER_NO_GRAD = (
+    "import torch\nfrom .validation import validate\n\n\ndef fit(model, loader, device):\n"
+    "    with torch.no_grad():\n        validate(model, loader, device)\n"
+)
+CALL_WITH_GRAD = (
+    "from utils import validation\n\n\ndef fit(model, loader, device):\n"
+    "    validation.validate(model, loader, device)\n"
+)
+CALL_IN_DECORATED = (
+    "import torch\nfrom utils.validation import validate as check\n\n\n@torch.inference_mode()\n"
+    "def fit(model, loader, device):\n    check(model, loader, device)\n"
+)
+
+
+def test_calls_of_a_function_in_other_modules(tmp_path: Path) -> None:
+    root = _project(tmp_path, {
+        "utils/validation.py": VALIDATION, "utils/train.py": CALL_UNDER_NO_GRAD, "run.py": CALL_WITH_GRAD,
+        "other.py": CALL_IN_DECORATED, "unrelated.py": "def validate():\n    pass\n\nvalidate()\n",
+    })
+    calls = project.external_calls(_function(root / "utils/validation.py", "validate"))
+    assert calls is not None
+    found = sorted((Path(c.path).name, c.line, c.grad_off) for c in calls)
+    assert found == [("other.py", 7, True), ("run.py", 5, False), ("train.py", 7, True)]
+
+
+def test_calls_of_a_method_and_of_nothing(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"trainer.py": TRAINER, "main.py": "def main(t, loader):\n    t.train(loader)\n"})
+    assert project.external_calls(_function(root / "trainer.py", "val")) == []
+    assert [c.line for c in project.external_calls(_function(root / "trainer.py", "train")) or []] == [2]
+
+
+def test_a_file_not_on_disk_has_no_project(tmp_path: Path) -> None:
+    module = build_module(VALIDATION, str(tmp_path / "missing.py"))
+    func = next(f for f in module.nodes_of_class(nodes.FunctionDef) if f.name == "validate")
+    assert project.external_calls(func) is None
+
+
+def test_tp002_reads_the_callers_in_other_modules(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"utils/validation.py": VALIDATION, "utils/train.py": CALL_UNDER_NO_GRAD})
+    assert _tp002(root / "utils/validation.py") == []  # every caller turns autograd off
+    (root / "run.py").write_text(CALL_WITH_GRAD)
+    assert _tp002(root / "utils/validation.py") == [8]  # one caller does not
+
+
+def test_tp002_leaves_an_evaluation_nobody_runs(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"trainer.py": TRAINER, "main.py": "def main(t, loader):\n    t.train(loader)\n"})
+    assert _tp002(root / "trainer.py") == []  # val() is called nowhere in the project
+    (root / "main.py").write_text("def main(t, loader):\n    t.train(loader)\n    t.val(loader)\n")
+    assert _tp002(root / "trainer.py") == [14]
+
+
+def test_tp002_reports_an_uncalled_method_of_a_package(tmp_path: Path) -> None:
+    """An installable package's classes are an API: code outside the project may call val()."""
+    root = _project(tmp_path, {"trainer.py": TRAINER, "main.py": "def main(t, loader):\n    t.train(loader)\n"},
+                    marker="pyproject.toml")
+    assert project.packaged(str(root / "trainer.py"))
+    assert _tp002(root / "trainer.py") == [14]
