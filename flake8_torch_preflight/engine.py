@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple, Type
 from astroid.exceptions import AstroidSyntaxError
 
 from .analysis.setup import brain
-from .analysis.semantic import memo, notes, work
+from .analysis.semantic import memo, notes, project, work
 from .analysis.setup.build import FileContext, Settings, build_module, worth_analysing
 from .analysis.semantic.walker import BudgetExceeded, walk
 from .rules import ALL_RULES, Rule
@@ -171,6 +171,12 @@ _analysed = 0
 def _note(filename: str, what: str, text: str) -> None:
     """Make an internal problem visible without stopping flake8 (stderr, one line)."""
     sys.stderr.write("flake8-torch-preflight: {} on {} {}; please report it\n".format(what, filename, text))
+
+
+def forget_project() -> None:
+    """Drop the project listings and sources kept for the process (``analysis.semantic.project``): a
+    long-lived server reads the tree afresh for each request, as a new flake8 run would."""
+    project.forget()
 
 
 def _forget_file() -> None:

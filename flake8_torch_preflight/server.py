@@ -227,6 +227,7 @@ def answer(request: Dict[str, Any]) -> Dict[str, Any]:
     try:
         os.chdir(request["cwd"])  # the file and its sibling modules are found as the client finds them
         with contextlib.redirect_stderr(notes):
+            engine.forget_project()  # the tree may have changed since the last request
             found = engine.analyse_file(request["filename"], request["lines"], settings)
     finally:
         os.chdir(here)

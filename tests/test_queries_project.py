@@ -119,6 +119,7 @@ def test_tp002_reads_the_callers_in_other_modules(tmp_path: Path) -> None:
     root = _project(tmp_path, {"utils/validation.py": VALIDATION, "utils/train.py": CALL_UNDER_NO_GRAD})
     assert _tp002(root / "utils/validation.py") == []  # every caller turns autograd off
     (root / "run.py").write_text(CALL_WITH_GRAD)
+    project.forget()  # a new run reads the tree afresh
     assert _tp002(root / "utils/validation.py") == [8]  # one caller does not
 
 
@@ -126,6 +127,7 @@ def test_tp002_leaves_an_evaluation_nobody_runs(tmp_path: Path) -> None:
     root = _project(tmp_path, {"trainer.py": TRAINER, "main.py": "def main(t, loader):\n    t.train(loader)\n"})
     assert _tp002(root / "trainer.py") == []  # val() is called nowhere in the project
     (root / "main.py").write_text("def main(t, loader):\n    t.train(loader)\n    t.val(loader)\n")
+    project.forget()
     assert _tp002(root / "trainer.py") == [14]
 
 

@@ -47,17 +47,36 @@ def project_root(path: str) -> str:
     return os.path.dirname(folder) or folder
 
 
+_FILES: "Dict[str, Tuple[List[str], bool]]" = {}
+
+
 def project_files(root: str) -> Iterator[Optional[str]]:
-    """Paths of the project's files; a final None when there are more than ``MAX_PROJECT_FILES``."""
-    seen = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
-        for filename in sorted(files):
-            seen += 1
-            if seen > MAX_PROJECT_FILES:
-                yield None
-                return
-            yield os.path.join(folder, filename)
+    """Paths of the project's files; a final None when there are more than ``MAX_PROJECT_FILES``.
+    The listing is made once per root and process (a lint run sees one state of the tree)."""
+    listed = _FILES.get(root)
+    if listed is None:
+        paths: List[str] = []
+        over = False
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
+            for filename in sorted(files):
+                if len(paths) >= MAX_PROJECT_FILES:
+                    over = True
+                    break
+                paths.append(os.path.join(folder, filename))
+            if over:
+                break
+        listed = _FILES[root] = (paths, over)
+    yield from listed[0]
+    if listed[1]:
+        yield None
+
+
+def forget() -> None:
+    """Drop the listings, sources and indexes kept for the process (a long-lived server between requests)."""
+    _FILES.clear()
+    _SOURCES.clear()
+    _INDEXES.clear()
 
 
 #: Files that make the project an installable package: its classes are an API that code outside it may call.
@@ -127,48 +146,80 @@ def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
             return None
         if not word.search(text):
             continue
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        index = _index(other, text)
+        if index is None:
             return None
-        found.extend(_calls_in(tree, other, func.name, stem, method))
+        found.extend(_calls_in(index, other, func.name, stem, method))
     return found
 
 
-def _calls_in(tree: ast.AST, path: str, name: str, stem: str, method: bool) -> List[ExternalCall]:
-    imported = set()  # local names of the function, and of the checked module
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            source_module = (node.module or "").split(".")[-1]
-            for alias in node.names:
-                if alias.name == name and source_module == stem:
-                    imported.add(alias.asname or alias.name)
-                if alias.name == stem:
-                    imported.add("module:" + (alias.asname or alias.name))
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[-1] == stem:
-                    imported.add("module:" + (alias.asname or alias.name))
+class _Index(NamedTuple):
+    """What ``external_calls`` reads of a module: its imports and its calls by the callee's last name."""
+
+    imports: List[Tuple[str, str, str]]  #: (module's last part, imported name, local name); "" name for ``import m``
+    calls: Dict[str, List[Tuple[int, bool, str, bool]]]  #: name -> (line, attribute call, receiver, grad off)
+
+
+_INDEXES: "Dict[str, Tuple[str, Optional[_Index]]]" = {}
+
+
+def _index(path: str, text: str) -> Optional[_Index]:
+    cached = _INDEXES.get(path)
+    if cached is not None and cached[0] is text:
+        return cached[1]
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        _INDEXES[path] = (text, None)
+        return None
+    imports: List[Tuple[str, str, str]] = []
     parents: Dict[ast.AST, ast.AST] = {}
+    calls: Dict[str, List[Tuple[int, bool, str, bool]]] = {}
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
             parents[child] = parent
-    found: List[ExternalCall] = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        callee = node.func
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                imports.append(((node.module or "").split(".")[-1], alias.name, alias.asname or alias.name))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                imports.append((alias.name.split(".")[-1], "", alias.asname or alias.name))
+        elif isinstance(node, ast.Call):
+            callee = node.func
+            if isinstance(callee, ast.Name):
+                calls.setdefault(callee.id, []).append((node.lineno, False, "", _grad_off(node, parents)))
+            elif isinstance(callee, ast.Attribute):
+                calls.setdefault(callee.attr, []).append(
+                    (node.lineno, True, _dotted(callee.value), _grad_off(node, parents))
+                )
+    index = _Index(imports, calls)
+    _INDEXES[path] = (text, index)
+    return index
+
+
+def _calls_in(index: _Index, path: str, name: str, stem: str, method: bool) -> List[ExternalCall]:
+    local_names = {local for module, imported, local in index.imports if imported == name and module == stem}
+    modules = {local for module, imported, local in index.imports if (imported or module) == stem and not imported}
+    modules |= {local for module, imported, local in index.imports if imported == stem}
+    found: List[ExternalCall] = []
+    for line, attribute, receiver, grad_off in _index_calls(index, name, local_names):
         if method:
-            hit = isinstance(callee, ast.Attribute) and callee.attr == name
-        elif isinstance(callee, ast.Name):
-            hit = callee.id in imported
+            hit = attribute
+        elif attribute:
+            hit = receiver in modules
         else:
-            hit = (
-                isinstance(callee, ast.Attribute) and callee.attr == name
-                and "module:" + _dotted(callee.value) in imported
-            )
+            hit = True
         if hit:
-            found.append(ExternalCall(path, node.lineno, _grad_off(node, parents)))
+            found.append(ExternalCall(path, line, grad_off))
+    return found
+
+
+def _index_calls(index: _Index, name: str, local_names: "set[str]") -> List[Tuple[int, bool, str, bool]]:
+    """The calls of ``name`` as an attribute or a plain name, and of the local names it was imported as."""
+    found = [c for c in index.calls.get(name, []) if c[1]]
+    for local in local_names:
+        found.extend(c for c in index.calls.get(local, []) if not c[1])
     return found
 
 
