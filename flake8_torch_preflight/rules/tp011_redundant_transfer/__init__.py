@@ -82,6 +82,10 @@ class RedundantTransfer(Rule):
         "device in a file that never uses CUDA."
         " A tensor rebound to its own device copy (``x = x.to(device)``) is left alone: from the second "
         "iteration on it is on the device and the call copies nothing (a module rebound that way is still walked)."
+        " A small tensor is left alone: at most 16 values per sample (a label or weight per sample, an "
+        "(n, 1) column) or at most 16,384 values in all (class weights, a literal): its copy takes "
+        "microseconds and its stall is one gap between kernels; a size read from a tensor (x.shape) is "
+        "not known to be small."
         " A transfer under a branch no run takes (``if DEBUG:`` with every assignment of the project "
         "leaving the flag False or None) is not reported, nor a copy that statements always run just before it "
         "in the same iteration or forward already made the host wait for (``.item()``, ``torch.unique``, "
@@ -96,12 +100,12 @@ class RedundantTransfer(Rule):
         "from torch.utils.data import DataLoader\n"
         "\n"
         "device = torch.device('cuda')\n"
-        "model = nn.Linear(10, 3).to(device)\n"
+        "model = nn.Linear(10, 512).to(device)\n"
         "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "weights = torch.tensor([1.0, 2.0, 0.5])\n"
+        "prototypes = torch.zeros(1000, 512)\n"
         "for x, y in DataLoader([], batch_size=8):\n"
         "    x, y = x.to(device), y.to(device)\n"
-        "    loss = nn.functional.cross_entropy(model(x), y, weight=weights.to(device))\n"
+        "    loss = nn.functional.cross_entropy(model(x) @ prototypes.to(device).T, y)\n"
         "    loss.backward()\n"
         "    optimizer.step()\n"
         "    optimizer.zero_grad()\n"
@@ -112,12 +116,12 @@ class RedundantTransfer(Rule):
         "from torch.utils.data import DataLoader\n"
         "\n"
         "device = torch.device('cuda')\n"
-        "model = nn.Linear(10, 3).to(device)\n"
+        "model = nn.Linear(10, 512).to(device)\n"
         "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "weights = torch.tensor([1.0, 2.0, 0.5]).to(device)\n"
+        "prototypes = torch.zeros(1000, 512).to(device)\n"
         "for x, y in DataLoader([], batch_size=8):\n"
         "    x, y = x.to(device), y.to(device)\n"
-        "    loss = nn.functional.cross_entropy(model(x), y, weight=weights)\n"
+        "    loss = nn.functional.cross_entropy(model(x) @ prototypes.T, y)\n"
         "    loss.backward()\n"
         "    optimizer.step()\n"
         "    optimizer.zero_grad()\n"
@@ -143,6 +147,8 @@ class RedundantTransfer(Rule):
         if target == "device" and not device.uses_cuda(node.root()):
             return  # an unresolved device in a file with no accelerator evidence may be the CPU
         receiver = node.func.expr
+        if method != "type_as" and _few_values(receiver):
+            return  # a label or weight per sample: the copy is microseconds, the stall between kernels too
         if loop is None:
             built = _shape_factory(receiver)
             if built is not None:
@@ -413,6 +419,84 @@ def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
     if any(isinstance(a, nodes.Const) and a.value == 0 for a in expr.args[:1]) and name != "torch.arange":
         return None  # ``torch.empty(0)``: nothing to copy, no copy made
     return "{}(...)".format(expr.func.as_string())
+
+
+#: A host tensor this small costs microseconds to copy: at most ``FEW_VALUES`` values per sample (a
+#: label or weight per sample, an ``(n, 1)`` column) for a batch of up to ``ASSUMED_BATCH``, or at most
+#: ``SMALL_TENSOR`` values in all (class weights, a literal table): 64 KiB of float32, a few
+#: microseconds over PCIe 4.0 x16 (about 25 GB/s, the published bandwidth), so what is at stake is
+#: one stall between kernels, microseconds against a step of many milliseconds.
+FEW_VALUES, ASSUMED_BATCH = 16, 1024
+SMALL_TENSOR = FEW_VALUES * ASSUMED_BATCH
+
+#: Factories whose first argument is a size, and those that build one dimension from their arguments.
+_SIZE_FIRST = frozenset({"torch.full"})
+_ONE_DIMENSIONAL = frozenset({"torch.arange", "torch.linspace", "torch.randperm"})
+
+
+def _few_values(expr: nodes.NodeNG) -> bool:
+    """``expr`` (a factory call, or a name bound once to one) is small (see ``SMALL_TENSOR``): a literal
+    tensor written in the source, a shape fixed in the source of at most ``SMALL_TENSOR`` values, or one
+    with a single dimension the source does not fix (the batch, ``len(x)``) and at most ``FEW_VALUES``
+    values along the fixed ones. A size read from a tensor (``x.shape``, ``x.size()``) has an unknown
+    rank: not small."""
+    if isinstance(expr, nodes.Name):
+        values = dataflow.assigned_values(expr)
+        if not values or len(values) != 1:
+            return False
+        expr = values[0]
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in origins.SHAPE_METHODS:
+        expr = expr.func.expr  # type: ignore[union-attr]
+    if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE:
+        expr = expr.args[0]
+    if not isinstance(expr, nodes.Call) or not expr.args:
+        return False
+    name = infer.callee_qname(expr)
+    if name in DATA_FACTORIES:
+        data = expr.args[0]
+        return isinstance(data, (nodes.List, nodes.Tuple)) and not any(
+            True for _ in data.nodes_of_class((nodes.Starred, nodes.Call, nodes.ListComp))
+        )
+    if name in _ONE_DIMENSIONAL:
+        length = _literal_length(name, expr)
+        return length is None or length <= SMALL_TENSOR  # unknown: one value per index of a batch's worth
+    if name not in device.HOST_FACTORIES:
+        return False
+    dims = [expr.args[0]] if name in _SIZE_FIRST else list(expr.args)
+    if len(dims) == 1 and isinstance(dims[0], (nodes.Tuple, nodes.List)):
+        dims = list(dims[0].elts)
+    unknown, product = 0, 1
+    for dim in dims:
+        if isinstance(dim, nodes.Const) and isinstance(dim.value, int):
+            product *= max(dim.value, 1)
+        elif isinstance(dim, nodes.Starred) or _tensor_size(dim):
+            return False
+        else:
+            unknown += 1
+    return (unknown == 0 and product <= SMALL_TENSOR) or (unknown == 1 and product <= FEW_VALUES)
+
+
+def _literal_length(name: Optional[str], call: nodes.Call) -> Optional[int]:
+    """How many values ``torch.arange(a, b)`` / ``linspace(a, b, n)`` / ``randperm(n)`` builds when the
+    source fixes it."""
+    args = call.args
+    if name == "torch.linspace":
+        count = args[2] if len(args) > 2 else infer.argument(call, "steps")
+        return count.value if isinstance(count, nodes.Const) and isinstance(count.value, int) else None
+    if not all(isinstance(a, nodes.Const) and isinstance(a.value, (int, float)) for a in args):
+        return None
+    values = [a.value for a in args]  # type: ignore[attr-defined]
+    if name == "torch.randperm" or len(values) == 1:
+        return int(values[0])
+    step = values[2] if len(values) > 2 else 1
+    return int((values[1] - values[0]) / step) if step else None
+
+
+def _tensor_size(dim: nodes.NodeNG) -> bool:
+    """``x.shape`` / ``x.size()`` (a whole size, of unknown rank); ``x.size(0)`` / ``x.shape[0]`` is one dimension."""
+    if isinstance(dim, nodes.Attribute) and dim.attrname == "shape":
+        return True
+    return isinstance(dim, nodes.Call) and infer.method_name(dim) == "size" and not dim.args
 
 
 def _on_device(transfer: nodes.Call) -> str:
