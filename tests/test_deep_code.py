@@ -209,3 +209,23 @@ def test_chained_assignments_keep_small_dependency_records() -> None:
         assert first_def is not None and p.depends_on(p.value(last), frozenset({id(first_def)}))
     finally:
         engine._forget_file()
+
+
+def test_a_binding_in_a_branch_is_judged_once_per_file(monkeypatch) -> None:
+    """Names in branch tests lead to other names' bindings and their branches: each binding's "is its
+    branch ruled out" is worked out once per file, not once per path that reaches it (a training
+    script's counters and flags read that way took the analysis past its budget)."""
+    from flake8_torch_preflight.analysis.semantic import static_values
+
+    lines = ["import torch", "flag = len([]) > 0"]
+    for i in range(1, 6):
+        lines += ["if flag or level{} > 0:".format(i - 1) if i > 1 else "if flag:",
+                  "    level{} = 1".format(i), "else:", "    level{} = 0".format(i)]
+        lines += ["if level{} > 0:".format(i), "    level{} = 2".format(i)]
+    lines += ["if level5 > 1:", "    print(level5)"]
+    module = build.build_module("\n".join(lines) + "\n", "chained.py")
+    seen: List[int] = []
+    original = static_values._not_taken
+    monkeypatch.setattr(static_values, "_not_taken", lambda b, d: seen.append(id(b)) or original(b, d))
+    static_values.truth(module.body[-1].test)
+    assert seen and len(seen) == len(set(seen))

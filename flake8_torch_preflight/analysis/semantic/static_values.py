@@ -266,9 +266,23 @@ def live_value(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:
     return dataflow._value_of_binding(live[0])
 
 
+#: ``_branch_not_taken`` per binding, for the file: names in branch tests lead to other names' bindings and
+#: their branches, so without it a module of chained ``if`` flags is read exponentially often.
+_NOT_TAKEN: "Dict[int, bool]" = memo.per_file()
+
+
 def _branch_not_taken(binding: nodes.NodeNG, depth: int) -> bool:
     """The assignment sits in an ``if`` branch that the known test of an enclosing ``if`` (in the
-    same scope) rules out: ``if tpu: devices = "auto"`` with ``tpu`` False."""
+    same scope) rules out: ``if tpu: devices = "auto"`` with ``tpu`` False. Answered once per binding
+    and file (a binding met again while its answer is being worked out counts as taken)."""
+    key = id(binding)
+    if key not in _NOT_TAKEN:
+        _NOT_TAKEN[key] = False  # provisional, guards the recursion through the tests' names
+        _NOT_TAKEN[key] = _not_taken(binding, depth)
+    return _NOT_TAKEN[key]
+
+
+def _not_taken(binding: nodes.NodeNG, depth: int) -> bool:
     scope = binding.scope()
     child, parent = binding, binding.parent
     while parent is not None and parent is not scope:
