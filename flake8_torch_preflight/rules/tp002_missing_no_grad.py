@@ -57,7 +57,8 @@ class MissingNoGrad(Rule):
         "(backward(), autograd.grad or requires_grad_ in the same pass: adversarial evaluation, saliency "
         "maps). A shared pass function is reported only for a call whose constants skip its gradients, "
         "made with autograd on, after an eval() switch; a forward under torch.set_grad_enabled(is_train) is "
-        "silent. A model method decorated with no_grad, or running no submodule, is not a forward."
+        "silent. A model method decorated with no_grad, or running no submodule, is not a forward; nor is a "
+        "call of a module whose own forward runs its layers under no_grad (an inference wrapper)."
         " One root cause is one finding: the first forward of a function (in source order), and none in a "
         "function whose every call in the file is made from a function already reported."
         " A forward through a model method (model.predict(x)) needs an eval() switch or a loop over a "
@@ -181,6 +182,8 @@ class MissingNoGrad(Rule):
             return  # its output reaches a backward(): not an evaluation (the eval call skips it)
         if shared is not None and p.grad_mode(shared) == provenance.OFF:
             return  # the eval call itself runs under no_grad
+        if not method and evaluation.forward_grad_off(node):
+            return  # the module's own forward runs its layers under no_grad: always an inference
         if evaluation.frozen_model(model, func, p.reaching_defs):
             return  # requires_grad_(False) on the model, or built frozen (a PEFT adapter loaded for inference)
         if func is not None and _handed_out(p, func, _CALLER_DEPTH):

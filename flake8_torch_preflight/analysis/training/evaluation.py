@@ -139,6 +139,28 @@ def _frozen_here(model: nodes.NodeNG, func: Optional[nodes.FunctionDef]) -> bool
     return False
 
 
+def forward_grad_off(call: nodes.Call) -> bool:
+    """The module ``call`` runs turns autograd off itself: every class it may be an instance of
+    (``models.model_classes``) runs its submodules (``self.<attr>(...)``) in ``forward`` only with
+    autograd off (``with torch.no_grad():`` around them, or ``forward`` decorated so): a vocoder
+    wrapper that is always an inference, whoever calls it."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    classes = models.model_classes(call.func)
+    if not classes:
+        return False
+    for klass in classes:
+        forward = klass.locals.get("forward", [None])[0]
+        if not isinstance(forward, nodes.FunctionDef):
+            return False
+        inner = [c for c in forward.nodes_of_class(nodes.Call) if isinstance(c.func, nodes.Attribute)
+                 and isinstance(c.func.expr, nodes.Name) and c.func.expr.name == "self"
+                 and c.func.attrname not in klass.locals]
+        if not inner or not all(grad.grad_disabled(c) for c in inner):
+            return False
+    return True
+
+
 def frozen_receivers(scope: nodes.NodeNG) -> Set[str]:
     """Texts of the models frozen in ``scope``: ``X.requires_grad_(False)`` and
     ``for p in X.parameters(): p.requires_grad = False``."""
