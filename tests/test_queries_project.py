@@ -137,3 +137,60 @@ def test_tp002_reports_an_uncalled_method_of_a_package(tmp_path: Path) -> None:
                     marker="pyproject.toml")
     assert project.packaged(str(root / "trainer.py"))
     assert _tp002(root / "trainer.py") == [14]
+
+
+OPTIONS = textwrap.dedent(
+    """\
+    import random
+
+    import numpy as np
+    import torch
+
+
+    class Options:
+        def __init__(self, seeded=True):
+            self.lr = 0.1
+            if seeded:
+                self._set_seed()
+
+        def _set_seed(self, seed=0):
+            random.seed(seed)
+            np.random.seed(seed)
+            torch.manual_seed(seed)
+    """
+)
+
+TRAIN = textwrap.dedent(
+    """\
+    import torch
+    from torch.utils.data import DataLoader
+
+    from options import Options
+
+    opt = Options()
+    model = torch.nn.Linear(4, 2).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=opt.lr)
+    for x, y in DataLoader(torch.load("data.pt"), batch_size=8, shuffle=True):
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+        optimizer.step()
+    torch.save(model.state_dict(), "model.pt")
+    """
+)
+
+
+def _codes(path: Path, code: str) -> List[int]:
+    source = path.read_text()
+    found = engine.analyse_file(str(path), source.splitlines(keepends=True), build.Settings(), ast.parse(source))
+    return [finding.line for finding in found.get(code, [])]
+
+
+def test_tp009_reads_a_seed_set_by_a_project_class_constructor(tmp_path: Path) -> None:
+    """An options class of another module whose constructor seeds through a method of its own."""
+    root = _project(tmp_path, {"options.py": OPTIONS, "train.py": TRAIN})
+    assert _codes(root / "train.py", "TP009") == []
+    unseeded = OPTIONS.replace("            self._set_seed()\n", "            pass\n")
+    assert unseeded != OPTIONS
+    (root / "options.py").write_text(unseeded)
+    project.forget()
+    assert _codes(root / "train.py", "TP009") != []

@@ -398,13 +398,25 @@ def _local(call: nodes.Call, qname: str, depth: int) -> Optional[Effect]:
 
 
 def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
-    """Seeds made by a function of another readable module of the project (``utils.setup(cfg)``)."""
+    """Seeds made by a function of another readable module of the project (``utils.setup(cfg)``), or
+    by the constructor of one of its classes and the methods of its own that it calls
+    (``OptInit()`` whose ``__init__`` runs ``self._set_seed()``)."""
     func = infer.function_def(call.func) if depth > 0 else None
+    inner_calls: List[nodes.Call] = []
+    if func is None and depth > 0:
+        klass = infer.safe_infer(call.func)
+        init = klass.locals.get("__init__", [None])[0] if isinstance(klass, nodes.ClassDef) else None
+        if isinstance(init, nodes.FunctionDef) and init.root() is not call.root():
+            func = init
+            for inner in infer.iter_calls(init):
+                method = _own_method(inner, klass)  # type: ignore[arg-type]
+                if method is not None:
+                    inner_calls.extend(infer.iter_calls(method))
     if func is None or func.root() is call.root():
         return None
     seeded: Set[str] = set()
     placed = False
-    for inner in infer.iter_calls(func):
+    for inner in list(infer.iter_calls(func)) + inner_calls:
         found = effect(inner, depth - 1)
         if found is not None and found.kind == RESEED:
             return Effect(RESEED, found.generators, _label(call))
@@ -412,6 +424,15 @@ def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
             seeded |= found.generators
             placed = placed or found.placed
     return Effect(SEED, frozenset(seeded), placed=placed) if seeded else None
+
+
+def _own_method(call: nodes.Call, klass: nodes.ClassDef) -> Optional[nodes.FunctionDef]:
+    """The method of ``klass`` that ``self.<name>(...)`` calls, or None."""
+    func = call.func
+    if not (isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Name) and func.expr.name == "self"):
+        return None
+    method = klass.locals.get(func.attrname, [None])[0]
+    return method if isinstance(method, nodes.FunctionDef) else None
 
 
 def _random_transform(name: str) -> bool:
