@@ -323,9 +323,6 @@ def _final_pass(
     return not any(_keeps_graph(p, node) for stmt in around[0].body for node in stmt.nodes_of_class(kinds))
 
 
-_BLOCKS = ("body", "orelse", "handlers", "finalbody")
-
-
 def _after_training(p: "provenance.Provenance", node: nodes.NodeNG, depth: int) -> bool:
     """Training runs before ``node`` on every path to it: a statement ahead of it in its block, or in
     an enclosing block, makes a backward or optimizer step (the file's functions it calls expanded,
@@ -333,12 +330,9 @@ def _after_training(p: "provenance.Provenance", node: nodes.NodeNG, depth: int) 
     stmt = node.statement()
     while not isinstance(stmt, (nodes.FunctionDef, nodes.Module)):
         parent = stmt.parent
-        for field in _BLOCKS:
-            block = getattr(parent, field, None) or []
-            if any(s is stmt for s in block):
-                before = block[: [id(s) for s in block].index(id(stmt))]
-                if any(training_step.is_step_call(c) for c in entrypoint.calls_run_by(before)):
-                    return True
+        before = loops.earlier_in_block(stmt) or []
+        if any(training_step.is_step_call(c) for c in entrypoint.calls_run_by(before)):
+            return True
         stmt = parent if parent.is_statement or isinstance(parent, nodes.Module) else parent.statement()
     if isinstance(stmt, nodes.Module) or depth <= 0:
         return False
@@ -404,7 +398,7 @@ def _keeps_graph(p: "provenance.Provenance", node: nodes.NodeNG) -> bool:
         return p.carries_graph(node.value)
     if isinstance(node, nodes.Assign) and any(isinstance(t, (nodes.Subscript, nodes.AssignAttr)) for t in node.targets):
         return p.carries_graph(node.value)
-    if isinstance(node, nodes.Call) and infer.method_name(node) in ("append", "extend", "insert", "add", "update"):
+    if isinstance(node, nodes.Call) and infer.method_name(node) in provenance.STORE_METHODS:
         return any(p.carries_graph(a) for a in node.args)
     return False
 

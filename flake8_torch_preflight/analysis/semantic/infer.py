@@ -184,6 +184,14 @@ def instance_class(node: nodes.NodeNG) -> Optional[nodes.ClassDef]:
     return None
 
 
+def own_method(klass: nodes.NodeNG, name: str) -> Optional[nodes.FunctionDef]:
+    """The method ``name`` that the class ``klass`` itself defines (``forward``, ``__init__``), or None."""
+    if not isinstance(klass, nodes.ClassDef):
+        return None
+    found = klass.locals.get(name)
+    return found[0] if found and isinstance(found[0], nodes.FunctionDef) else None
+
+
 def function_def(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
     """The function (or bound method's function) ``node`` infers to, or None."""
     value = safe_infer(node)

@@ -55,6 +55,23 @@ def innermost(node: nodes.NodeNG) -> Optional[Loop]:
     return loops[0] if loops else None
 
 
+#: The fields of a compound statement that hold statement lists.
+BLOCK_FIELDS = ("body", "orelse", "handlers", "finalbody")
+
+
+def earlier_in_block(statement: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
+    """The statements before ``statement`` in the statement list that holds it (a body, an ``else``, a
+    handler list, a ``finally``), in order; None when its parent holds it in no such list."""
+    parent = statement.parent
+    for field in BLOCK_FIELDS:
+        block = getattr(parent, field, None)
+        if isinstance(block, list):
+            for index, item in enumerate(block):
+                if item is statement:
+                    return block[:index]
+    return None
+
+
 def enclosing_function(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
     """The ``def`` a node runs in, looking through comprehensions (None at module level or in a lambda)."""
     scope = node.scope()

@@ -150,14 +150,11 @@ def forward_grad_off(call: nodes.Call) -> bool:
     if not classes:
         return False
     for klass in classes:
-        forward = klass.locals.get("forward", [None])[0]
-        if not isinstance(forward, nodes.FunctionDef):
-            return False
-        inner = [c for c in forward.nodes_of_class(nodes.Call) if isinstance(c.func, nodes.Attribute)
-                 and isinstance(c.func.expr, nodes.Name) and c.func.expr.name == "self"
-                 and c.func.attrname not in klass.locals]
-        if not inner or not all(grad.grad_disabled(c) for c in inner):
-            return False
+        forward = infer.own_method(klass, "forward")
+        if forward is None or _runs_submodules(forward, 2):
+            return False  # a layer runs with autograd on (``_runs_submodules``)
+        if not any(dataflow.is_self_attr(c.func) and grad.grad_disabled(c) for c in forward.nodes_of_class(nodes.Call)):
+            return False  # no layer runs under its no_grad either: nothing says it is an inference
     return True
 
 

@@ -202,18 +202,10 @@ def _loaded_classes(calls: Sequence[nodes.Call]) -> Dict[int, bool]:
     ``weights_replaced``). A block built in another class's ``__init__`` goes with that class."""
     found: Dict[int, bool] = {}
     for call in calls:
-        klass = _constructed_class(call)
+        klass = entrypoint.constructed_local_class(call)
         if klass is not None and not _in_constructor(call):
             found[id(klass)] = found.get(id(klass), True) and weights_replaced(call)
     return found
-
-
-def _constructed_class(call: nodes.Call) -> "nodes.ClassDef | None":
-    if not isinstance(call.func, nodes.Name):
-        return None
-    klass = call.func.lookup(call.func.name)[1]
-    target = klass[0] if len(klass) == 1 else None
-    return target if isinstance(target, nodes.ClassDef) and target.root() is call.root() else None
 
 
 def _in_constructor(call: nodes.Call) -> "nodes.ClassDef | None":
@@ -235,7 +227,7 @@ def _built_for(
         return loaded[id(klass)]
     if depth <= 0:
         return False
-    builders = [c for c in calls if _constructed_class(c) is klass]
+    builders = [c for c in calls if entrypoint.constructed_local_class(c) is klass]
     return bool(builders) and all(_built_for(b, calls, loaded, depth - 1) for b in builders)
 
 

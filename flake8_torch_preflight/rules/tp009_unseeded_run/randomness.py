@@ -405,13 +405,14 @@ def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
     inner_calls: List[nodes.Call] = []
     if func is None and depth > 0:
         klass = infer.safe_infer(call.func)
-        init = klass.locals.get("__init__", [None])[0] if isinstance(klass, nodes.ClassDef) else None
-        if isinstance(init, nodes.FunctionDef) and init.root() is not call.root():
+        init = infer.own_method(klass, "__init__")
+        if init is not None and init.root() is not call.root():
             func = init
             for inner in infer.iter_calls(init):
-                method = _own_method(inner, klass)  # type: ignore[arg-type]
-                if method is not None:
-                    inner_calls.extend(infer.iter_calls(method))
+                if dataflow.is_self_attr(inner.func):  # ``self._set_seed()``: a method of its own
+                    method = infer.own_method(klass, inner.func.attrname)  # type: ignore[union-attr]
+                    if method is not None:
+                        inner_calls.extend(infer.iter_calls(method))
     if func is None or func.root() is call.root():
         return None
     seeded: Set[str] = set()
@@ -424,15 +425,6 @@ def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
             seeded |= found.generators
             placed = placed or found.placed
     return Effect(SEED, frozenset(seeded), placed=placed) if seeded else None
-
-
-def _own_method(call: nodes.Call, klass: nodes.ClassDef) -> Optional[nodes.FunctionDef]:
-    """The method of ``klass`` that ``self.<name>(...)`` calls, or None."""
-    func = call.func
-    if not (isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Name) and func.expr.name == "self"):
-        return None
-    method = klass.locals.get(func.attrname, [None])[0]
-    return method if isinstance(method, nodes.FunctionDef) else None
 
 
 def _random_transform(name: str) -> bool:

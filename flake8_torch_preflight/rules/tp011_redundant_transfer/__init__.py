@@ -256,12 +256,17 @@ def _cost(transfer: nodes.Call, cost: str) -> str:
     """A tensor's copy waits for the GPU's queue unless the transfer is ``non_blocking=True``, or
     the statements that always run just before it in the same iteration or forward already made
     the host wait (``torch.unique(...)``, ``.item()``): then it adds a copy, not a new stall."""
-    blocking = infer.argument(transfer, "non_blocking")
-    if cost == _TENSOR_COST and isinstance(blocking, nodes.Const) and blocking.value is True:
+    if cost == _TENSOR_COST and _non_blocking(transfer):
         return _ASYNC_COST
     if cost == _TENSOR_COST and _host_waits_before(transfer):
         return _PAID_COST
     return cost
+
+
+def _non_blocking(transfer: nodes.Call) -> bool:
+    """``x.to(device, non_blocking=True)``: the copy is queued and the host goes on."""
+    blocking = infer.argument(transfer, "non_blocking")
+    return isinstance(blocking, nodes.Const) and blocking.value is True
 
 
 def blocks_host(call: nodes.Call) -> bool:
@@ -296,9 +301,9 @@ def _host_waits_before(node: nodes.NodeNG) -> bool:
         if isinstance(parent, nodes.If) and child in parent.body + parent.orelse:
             if any(blocks_host(call) for call in infer.iter_calls(parent.test)):
                 return True
-        block = next((body for body in _blocks(parent) if child in body), None)
+        block = loops.earlier_in_block(child)
         if block is not None:
-            for statement in block[: block.index(child)]:
+            for statement in block:
                 if any(_waits_for_device(call) for call in _always_run_calls(statement)):
                     return True
         child, parent = parent, parent.parent
@@ -339,18 +344,15 @@ def _class_waits(klass: nodes.ClassDef, depth: int) -> bool:
 
 
 def _forward_waits(klass: nodes.ClassDef) -> bool:
-    forward = klass.locals.get("forward", [None])[0]
-    if not isinstance(forward, nodes.FunctionDef):
+    forward = infer.own_method(klass, "forward")
+    if forward is None:
         return False
     return any(blocks_host(call) or _blocking_host_copy(call) for call in forward.nodes_of_class(nodes.Call))
 
 
 def _blocking_host_copy(call: nodes.Call) -> bool:
     """``x.to(device)`` / ``x.cuda()`` of a tensor on the host, without ``non_blocking=True``."""
-    if device.transfer_target(call) not in ("accelerator", "device"):
-        return False
-    blocking = infer.argument(call, "non_blocking")
-    if isinstance(blocking, nodes.Const) and blocking.value is True:
+    if device.transfer_target(call) not in ("accelerator", "device") or _non_blocking(call):
         return False
     return device.is_host_value(call.func.expr)  # type: ignore[union-attr]
 
@@ -358,8 +360,8 @@ def _blocking_host_copy(call: nodes.Call) -> bool:
 def _built_submodules(klass: nodes.ClassDef) -> List[nodes.ClassDef]:
     """Module classes the model's ``__init__`` constructs (``GINConv(...)`` appended to a ModuleList
     included; a class with a ``forward`` counts whatever its base, a library's message-passing layer)."""
-    init = klass.locals.get("__init__", [None])[0]
-    if not isinstance(init, nodes.FunctionDef):
+    init = infer.own_method(klass, "__init__")
+    if init is None:
         return []
     found = []
     for call in init.nodes_of_class(nodes.Call):
@@ -369,12 +371,6 @@ def _built_submodules(klass: nodes.ClassDef) -> List[nodes.ClassDef]:
         if "forward" in built.locals or param_count.is_module_class(built):
             found.append(built)
     return found
-
-
-def _blocks(parent: nodes.NodeNG) -> "List[List[nodes.NodeNG]]":
-    """The statement lists of a compound statement."""
-    return [list(getattr(parent, field)) for field in ("body", "orelse", "handlers", "finalbody")
-            if isinstance(getattr(parent, field, None), list)]
 
 
 def _always_run_calls(statement: nodes.NodeNG) -> "List[nodes.Call]":
@@ -400,13 +396,20 @@ def _destination(call: nodes.Call) -> Optional[str]:
     return device.transfer_target(call)
 
 
+def _factory_of(expr: nodes.NodeNG) -> nodes.NodeNG:
+    """The factory call under reshapes (``torch.arange(b).view(-1, 1)``: still on the host) and a
+    ``Variable(torch.zeros(...), requires_grad=True)`` wrapper of the same host tensor."""
+    while isinstance(expr, nodes.Call) and infer.method_name(expr) in origins.SHAPE_METHODS:
+        expr = expr.func.expr  # type: ignore[union-attr]
+    if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE:
+        expr = expr.args[0]
+    return expr
+
+
 def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
     """``torch.zeros(...)`` (and the other ``SHAPE_FACTORIES``) built on the host: how the message
     names it, else None."""
-    while isinstance(expr, nodes.Call) and infer.method_name(expr) in origins.SHAPE_METHODS:
-        expr = expr.func.expr  # type: ignore[union-attr]  # ``torch.arange(b).view(-1, 1)``: still on the host
-    if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE:
-        expr = expr.args[0]  # ``Variable(torch.zeros(...), requires_grad=True)`` wraps the same host tensor
+    expr = _factory_of(expr)
     if not isinstance(expr, nodes.Call):
         return None
     name = infer.callee_qname(expr)
@@ -445,10 +448,7 @@ def _few_values(expr: nodes.NodeNG) -> bool:
         if not values or len(values) != 1:
             return False
         expr = values[0]
-    while isinstance(expr, nodes.Call) and infer.method_name(expr) in origins.SHAPE_METHODS:
-        expr = expr.func.expr  # type: ignore[union-attr]
-    if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE:
-        expr = expr.args[0]
+    expr = _factory_of(expr)
     if not isinstance(expr, nodes.Call) or not expr.args:
         return False
     name = infer.callee_qname(expr)
