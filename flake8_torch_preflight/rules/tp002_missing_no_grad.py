@@ -356,7 +356,7 @@ def _graph_free_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef) -
     klass = func.parent.frame() if func.is_method() else None
     if not isinstance(klass, nodes.ClassDef) or project.packaged(str(func.root().file)):
         return False
-    if any(infer.method_name(call) == func.name for call in func.root().nodes_of_class(nodes.Call)):
+    if any(infer.method_name(call) == func.name for call in loops.calls_named(func.root(), func.name)):
         return False  # ``self._valid_epoch()`` in a base class of the file: a call that did not resolve to it
     return _project_bases_only(klass)
 

@@ -206,14 +206,19 @@ def call_sites(func: nodes.FunctionDef) -> List[nodes.Call]:
     function and file (the module's calls are indexed by last name once)."""
     found = _SITES.get(func)
     if found is None:
-        root = func.root()
-        table = _CALLS_BY_LAST_NAME.get(root)
-        if table is None:
-            table = _CALLS_BY_LAST_NAME[root] = {}
-            for call in root.nodes_of_class(nodes.Call):
-                table.setdefault(infer.call_name(call), []).append(call)
-        found = _SITES[func] = [call for call in table.get(func.name, []) if local_helper(call) is func]
+        found = _SITES[func] = [call for call in calls_named(func.root(), func.name) if local_helper(call) is func]
     return list(found)
+
+
+def calls_named(module: nodes.Module, name: str) -> List[nodes.Call]:
+    """The module's calls whose callee's last name is ``name`` (``train(...)``, ``self.val(...)``),
+    resolved or not; the module's calls are indexed by last name once per file."""
+    table = _CALLS_BY_LAST_NAME.get(module)
+    if table is None:
+        table = _CALLS_BY_LAST_NAME[module] = {}
+        for call in module.nodes_of_class(nodes.Call):
+            table.setdefault(infer.call_name(call), []).append(call)
+    return list(table.get(name, []))
 
 
 def loop_calls(loop: Loop, helper_depth: int = 2) -> List[nodes.Call]:
