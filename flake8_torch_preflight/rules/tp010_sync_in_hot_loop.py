@@ -5,7 +5,7 @@ from __future__ import annotations
 from astroid import nodes
 
 from ..analysis.semantic import branches, infer, loops
-from ..analysis.training import device, evaluation, grad, training_step
+from ..analysis.training import device, evaluation, grad, loader_use, training_step
 from ._base import Rule, register, text_gate
 
 #: Tensor methods that download a value and so wait for the GPU queue (``device.SYNC_METHODS``).
@@ -38,7 +38,8 @@ class SyncInHotLoop(Rule):
         "Syncs under a periodic logging branch (if step % 100 == 0), on tensors that are provably on the "
         "host, and in files that never use CUDA are not reported."
         " A loop over a few items fixed in the source (``for mask in [train, val, test]``, ``for j in "
-        "range(6)``) and an "
+        "range(6)``), a loop over a DataLoader (each element is a batch: an evaluation the training loop "
+        "calls syncs once per batch, as the step does) and an "
         "evaluation function run with autograd off (``@torch.no_grad() def test():`` beside ``train()``) are "
         "not reported. Nor is the test suite (no code reports in it: a test runs its step once)."
         " Nor is a sync under a branch no run takes: ``if self.debug_mode:`` where every assignment the "
@@ -84,7 +85,7 @@ class SyncInHotLoop(Rule):
         if sync is None:
             return
         loop = training_step.per_element_loop(node)
-        if loop is None or _few_fixed_items(loop) or _evaluation(node):
+        if loop is None or _few_fixed_items(loop) or _batch_loop(loop) or _evaluation(node):
             return
         if branches.reached_only_when_off(node):
             return  # ``if self.debug_mode:`` with the flag off wherever the project sets it
@@ -123,6 +124,16 @@ def _few_fixed_items(loop: training_step.Element) -> bool:
     iterable = loop.iter if isinstance(loop, nodes.For) else loop.generators[0].iter
     bound = loops.header_bound(iterable)
     return bound is not None and bound <= MAX_FIXED_ITEMS
+
+
+def _batch_loop(loop: training_step.Element) -> bool:
+    """A loop over a DataLoader (``for i, batch in enumerate(test_loader)`` in an evaluation the training
+    loop calls): each element is a batch, so a sync in its body runs once per batch, as the step's own
+    logging read does, not once per sample or parameter."""
+    if isinstance(loop, nodes.While):
+        return False
+    iterable = loop.iter if isinstance(loop, nodes.For) else loop.generators[0].iter
+    return loader_use.is_loader(loops.unwrap_iteration(iterable))
 
 
 def _loop_text(loop: training_step.Element) -> str:

@@ -120,7 +120,8 @@ class StarvedDataLoader(Rule):
         "The loader is resolved as torch.utils.data.DataLoader through any alias. Not reported: loaders over "
         "data already in memory (a TensorDataset, a range, a literal list or a tensor; a dataset class of "
         "the project whose __getitem__ only indexes what __init__ loaded, pre-built graphs or pre-tokenized "
-        "samples included, with helpers of the project that do the same, and with a transform its "
+        "samples included, read through a mapping's items(), keys() or values() as well, "
+        "with helpers of the project that do the same, and with a transform its "
         "constructor call hands it that only wraps the array in a tensor, such as a project class whose "
         "__call__ returns torch.from_numpy(x), followed through a helper of the project that builds the "
         "datasets and returns them in a tuple, its parameters bound to the call's arguments); MNIST, CIFAR, "
@@ -566,6 +567,8 @@ def _cheap(
             return False
         if _builtin_call(call.func):
             continue  # a method of a list, dict or str, or of random
+        if infer.method_name(call) in dataflow.ENTRY_METHODS and not call.args and not call.keywords:
+            continue  # the entries of a mapping in memory (``self.encodings.items()``, tokenized up front)
         helper = infer.function_def(call.func)
         if helper is not None and helper is not func and not _in_torch(helper) and depth > 1:
             if _cheap(helper, depth - 1):

@@ -16,6 +16,9 @@ from astroid.exceptions import AstroidError
 #: Assignments looked at per name; more than this is treated as unknown.
 MAX_BINDINGS = 8
 
+#: Methods of a mapping that return its own entries without computing anything (``d.items()``).
+ENTRY_METHODS = frozenset({"items", "values", "keys"})
+
 
 def assigned_values(expr: nodes.NodeNG, unpack: bool = False) -> Optional[List[nodes.NodeNG]]:
     """Right-hand sides that may reach ``expr`` (a Name or ``self.attr``), or None when unknown.

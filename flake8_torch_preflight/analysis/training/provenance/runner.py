@@ -128,7 +128,7 @@ PASS_BUILTINS = frozenset(
 CONTAINER_BUILTINS = frozenset({"list", "tuple", "iter", "next", "reversed", "sorted", "dict"})
 
 #: Methods of a dict that return its own entries (``dict(model.named_parameters()).items()``).
-ENTRY_METHODS = frozenset({"items", "values", "keys"})
+ENTRY_METHODS = dataflow.ENTRY_METHODS
 
 #: Libraries whose functions turn tensors into host numbers/arrays.
 STOP_LIBRARIES = ("math.", "numpy.", "statistics.")
