@@ -325,18 +325,16 @@ def _final_pass(
 
 def _after_training(p: "provenance.Provenance", node: nodes.NodeNG, depth: int) -> bool:
     """Training runs before ``node`` on every path to it: a statement ahead of it in its block, or in
-    an enclosing block, makes a backward or optimizer step (the file's functions it calls expanded,
-    ``entrypoint.calls_run_by``); in a function, this holds at every call of it in the file."""
-    stmt = node.statement()
-    while not isinstance(stmt, (nodes.FunctionDef, nodes.Module)):
-        parent = stmt.parent
-        before = loops.earlier_in_block(stmt) or []
-        if any(training_step.is_step_call(c) for c in entrypoint.calls_run_by(before)):
-            return True
-        stmt = parent if parent.is_statement or isinstance(parent, nodes.Module) else parent.statement()
-    if isinstance(stmt, nodes.Module) or depth <= 0:
+    an enclosing block (``loops.run_before``), makes a backward or optimizer step (the file's functions
+    it calls expanded, ``entrypoint.calls_run_by``); in a function, this holds at every call of it in the
+    file."""
+    before = list(loops.run_before(node))
+    if any(training_step.is_step_call(c) for c in entrypoint.calls_run_by(before)):
+        return True
+    func = node.scope()
+    if not isinstance(func, nodes.FunctionDef) or depth <= 0:
         return False
-    sites = p.call_sites(stmt)
+    sites = p.call_sites(func)
     return bool(sites) and all(_after_training(p, site, depth - 1) for site in sites)
 
 

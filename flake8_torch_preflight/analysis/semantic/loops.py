@@ -72,6 +72,25 @@ def earlier_in_block(statement: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
     return None
 
 
+def run_before(node: nodes.NodeNG, within_iteration: bool = False) -> Iterator[nodes.NodeNG]:
+    """What runs on every path to ``node`` before it, within its function (or module): the statements
+    ahead of it in its block and in each enclosing block, and the test of each ``if`` around it, nearest
+    first.  With ``within_iteration`` the walk stops at the innermost loop: what ran earlier in the same
+    iteration.  A branch's or loop's body ahead of ``node`` is yielded as its statement: the caller
+    decides which of its parts always run."""
+    child: nodes.NodeNG = node.statement()
+    parent = child.parent
+    stops = _SCOPES + ((nodes.For, nodes.While) if within_iteration else ())
+    while parent is not None:
+        if isinstance(parent, nodes.If) and (child in parent.body or child in parent.orelse):
+            yield parent.test
+        if not isinstance(parent, nodes.ClassDef) and not isinstance(child, nodes.ExceptHandler):
+            yield from reversed(earlier_in_block(child) or [])  # an earlier handler is an alternative
+        if isinstance(parent, stops):
+            return
+        child, parent = parent, parent.parent
+
+
 def enclosing_function(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
     """The ``def`` a node runs in, looking through comprehensions (None at module level or in a lambda)."""
     scope = node.scope()

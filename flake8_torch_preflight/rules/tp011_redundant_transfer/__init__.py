@@ -290,28 +290,15 @@ def blocks_host(call: nodes.Call) -> bool:
 
 
 def _host_waits_before(node: nodes.NodeNG) -> bool:
-    """A call that blocks the host (``blocks_host``) runs on every path to ``node`` earlier in the
-    same loop iteration or function call: in a statement before it in the same block or an
-    enclosing one (an ``if``'s test, a loop's iterable, a ``with`` block; not the bodies of
+    """A call that blocks the host (``_waits_for_device``) runs on every path to ``node`` earlier in the
+    same loop iteration or function call (``loops.run_before``): in a statement before it in the same
+    block or an enclosing one (an ``if``'s test, a loop's iterable, a ``with`` block; not the bodies of
     branches and loops, which may not run)."""
-    child: nodes.NodeNG = node.statement()
-    parent = child.parent
-    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef,
-                                                         nodes.Module, nodes.For, nodes.While)):
-        if isinstance(parent, nodes.If) and child in parent.body + parent.orelse:
-            if any(blocks_host(call) for call in infer.iter_calls(parent.test)):
-                return True
-        block = loops.earlier_in_block(child)
-        if block is not None:
-            for statement in block:
-                if any(_waits_for_device(call) for call in _always_run_calls(statement)):
-                    return True
-        child, parent = parent, parent.parent
-    if parent is not None and not isinstance(parent, (nodes.ClassDef, nodes.Module)):
-        for statement in parent.body[: parent.body.index(child)] if child in parent.body else []:
-            if any(_waits_for_device(call) for call in _always_run_calls(statement)):
-                return True
-    return False
+    return any(
+        _waits_for_device(call)
+        for statement in loops.run_before(node, within_iteration=True)
+        for call in _always_run_calls(statement)
+    )
 
 
 #: How many levels of submodules (classes built in a model's ``__init__``) ``_class_waits`` reads.
