@@ -1,6 +1,7 @@
 """``analysis.semantic.loops.iteration_bound``: how many items a ``for`` loop takes from its iterable
 at most, when that is a small number fixed in the source.  Each case is a small file whose last
-loop is asked about (with a limit of 16)."""
+loop is asked about (with a limit of 16).  Also ``loops.run_before``: what runs on every path to a node
+before it."""
 from __future__ import annotations
 
 import textwrap
@@ -105,3 +106,40 @@ def test_a_loop_that_stops_after_a_few_items(source: str, expected: Optional[int
 @pytest.mark.parametrize("source", UNBOUNDED)
 def test_a_loop_with_no_small_fixed_bound(source: str) -> None:
     assert _bound(source) is None
+
+
+RUN_BEFORE_CASE = """\
+def step(batch, flag):
+    a = prepare(batch)
+    if check(a):
+        b = first(a)
+    else:
+        b = second(a)
+    for x in batch:
+        c = inner(x)
+        try:
+            d = risky(c)
+        except ValueError:
+            d = fallback(c)
+        except KeyError:
+            d = target(c)
+    return d
+"""
+
+
+def _run_before(within_iteration: bool) -> "list[str]":
+    module = build_module(RUN_BEFORE_CASE, "/tmp/tp_queries_run_before.py")
+    target = next(c for c in module.nodes_of_class(nodes.Call) if c.as_string() == "target(c)")
+    return [n.as_string().splitlines()[0] for n in loops.run_before(target, within_iteration)]
+
+
+def test_run_before_within_the_function():
+    """Nearest first: the loop body ahead of the try, then the function's statements ahead of the loop.
+    The try body may have raised anywhere and the earlier handler is an alternative: neither precedes a
+    handler on every path."""
+    assert _run_before(False) == ["c = inner(x)", "if check(a):", "a = prepare(batch)"]
+
+
+def test_run_before_within_one_iteration():
+    """Stops at the innermost loop: what ran earlier in the same iteration."""
+    assert _run_before(True) == ["c = inner(x)"]
