@@ -31,6 +31,8 @@ class MissingZeroGrad(Rule):
         "deliberate gradient accumulation), counts."
     )
     leaves_alone = (
+        "Resets written out count as zero_grad(): p.grad = None or p.grad.zero_() for each parameter, in the "
+        "loop or in a helper it calls (``self._train_batch(X, y)``). "
         "A loop that never steps (full-batch accumulation) is not flagged, nor a benchmark: a function that"
         " times or measures the memory of forward/backward/step on tensors it makes up (``torch.ones``,"
         " ``torch.randn``; no data read) and never reads the trained module or the loss afterwards."
@@ -70,8 +72,8 @@ class MissingZeroGrad(Rule):
         backwards = [c for c in calls if _is_backward(c)]
         if not backwards:
             return
-        clears_all = (
-            any(_clears_grad_tensor(c) or _zeroing_function(c) for c in calls) or _assigns_grad_none(loop)
+        clears_all = any(_clears_grad_tensor(c) or _zeroing_function(c) for c in calls) or any(
+            _assigns_grad_none(body) for body in _bodies_run(loop, calls)
         )
         if clears_all or entrypoint.made_up_benchmark(loops.enclosing_function(loop) or loop.root()):
             return  # zeroed, or a benchmark on made-up tensors whose gradients nothing reads
@@ -106,6 +108,14 @@ def _assigns_grad_none(loop: nodes.NodeNG) -> bool:
         if assign.attrname == "grad":
             return True
     return False
+
+
+def _bodies_run(loop: "loops.Loop", calls: List[nodes.Call]) -> List[nodes.NodeNG]:
+    """The loop and the helper functions whose calls ``loops.loop_calls`` gathered for it (a
+    ``self._train_batch(X, y)`` whose body sets ``param.grad = None``)."""
+    helpers = {id(c.scope()): c.scope() for c in calls if isinstance(c.scope(), nodes.FunctionDef)}
+    helpers.pop(id(loop.scope()), None)
+    return [loop] + list(helpers.values())
 
 
 def _zeroing_function(call: nodes.Call) -> bool:

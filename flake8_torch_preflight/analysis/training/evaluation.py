@@ -96,7 +96,32 @@ def frozen_model(
     on the model (or an object it belongs to) in the function ``func``, at module level for a
     module-level model, or in any method of the class for ``self.model``; or, with ``reaching``
     (flow-sensitive Defs), every binding reaching it builds a frozen model (``built_frozen``)."""
-    return _frozen_by_call(model, func) or (reaching is not None and built_frozen(model, reaching))
+    return (
+        _frozen_by_call(model, func)
+        or (reaching is not None and built_frozen(model, reaching))
+        or _frozen_by_class(model)
+    )
+
+
+def _frozen_by_class(model: nodes.NodeNG) -> bool:
+    """Every class the model may be an instance of freezes itself when built: its ``__init__``, or a
+    method of its own that ``__init__`` calls (``self.freeze()``), runs ``self.requires_grad_(False)`` or
+    ``for p in self.parameters(): p.requires_grad = False`` (a frozen text encoder of a diffusion
+    sampler, whatever module defines it)."""
+    classes = models.model_classes(model) if isinstance(model, (nodes.Name, nodes.Attribute)) else None
+    return bool(classes) and all(_freezes_itself(klass) for klass in classes)
+
+
+def _freezes_itself(klass: nodes.ClassDef) -> bool:
+    init = infer.own_method(klass, "__init__")
+    if init is None:
+        return False
+    methods = [init] + [
+        m for m in (infer.own_method(klass, c.func.attrname) for c in init.nodes_of_class(nodes.Call)
+                    if isinstance(c.func, nodes.Attribute) and dataflow.is_self_attr(c.func))
+        if m is not None and m is not init
+    ]
+    return any("self" in frozen_receivers(m) for m in methods)
 
 
 #: How many parameter-to-argument hops ``_frozen_by_call`` follows to the caller that froze the model.
