@@ -194,3 +194,84 @@ def test_tp009_reads_a_seed_set_by_a_project_class_constructor(tmp_path: Path) -
     (root / "options.py").write_text(unseeded)
     project.forget()
     assert _codes(root / "train.py", "TP009") != []
+
+
+UNSEEDED_RUN = textwrap.dedent(
+    """\
+    import torch
+    from torch.utils.data import DataLoader
+    {imports}
+
+    model = torch.nn.Linear(4, 1).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in DataLoader(torch.load("train.pt"), batch_size=8, shuffle=True):
+        loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    """
+)
+
+MODELING = "import torch\n\n\nclass Head(torch.nn.Module):\n    pass\n\n\nSIZES = (1, 2)\n"
+
+
+def _missing(path: Path) -> "str | None":
+    return project.missing_import(build_module(path.read_text(), str(path)))
+
+
+def test_missing_import_of_a_name_the_project_module_lacks(tmp_path: Path) -> None:
+    """A stale script importing what its package no longer defines (``src`` layout, from a scripts folder)."""
+    root = _project(tmp_path, {
+        "src/lib/__init__.py": "", "src/lib/modeling.py": MODELING,
+        "scripts/run.py": "from lib.modeling import Head, Wrapper\n",
+        "scripts/ok.py": "from lib.modeling import Head, SIZES\nfrom lib import modeling\n",
+    }, marker="setup.py")
+    assert _missing(root / "scripts" / "run.py") == "from lib.modeling import Wrapper"
+    assert _missing(root / "scripts" / "ok.py") is None
+
+
+def test_missing_import_is_not_judged_where_it_cannot_be(tmp_path: Path) -> None:
+    """Installed and standard-library modules, an import under ``try``, a module binding names dynamically
+    (a star import), a namespace folder, a script's own folder shadowing the root's module, no root marker."""
+    root = _project(tmp_path, {
+        "lib/__init__.py": "", "lib/modeling.py": MODELING, "lib/dynamic.py": "from os.path import *\n",
+        "tools/utils.py": "def helper():\n    pass\n", "utils/__init__.py": "",
+        "data/readme.txt": "",
+        "run.py": (
+            "from collections import OrderedDict\nfrom numpy import zeros\n"
+            "try:\n    from lib.modeling import Missing\nexcept ImportError:\n    Missing = None\n"
+            "from lib.dynamic import join\nfrom data.loaders import load\n"
+        ),
+        "tools/run.py": "from utils import helper\n",
+    })
+    assert _missing(root / "run.py") is None
+    assert _missing(root / "tools" / "run.py") is None  # the script's folder comes first on sys.path
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "lib.py").write_text("X = 1\n")
+    (loose / "run.py").write_text("from lib import Y\n")
+    assert project.marked_root(str(loose / "run.py")) == str(tmp_path)  # the marker above still counts
+    assert _missing(loose / "run.py") == "from lib import Y"
+
+
+def test_missing_submodule_of_a_project_package(tmp_path: Path) -> None:
+    root = _project(tmp_path, {
+        "models/__init__.py": "from .head import Head\n", "models/head.py": MODELING,
+        "train.py": "import models.psp_net\n", "eval.py": "from models import head, Head, psp_net\n",
+    })
+    assert _missing(root / "train.py") == "import models.psp_net"
+    assert _missing(root / "eval.py") == "from models import psp_net"
+
+
+def test_no_finding_in_a_file_that_cannot_import_or_a_scratch_folder(tmp_path: Path) -> None:
+    """The shipped-code policy for every code: the same unseeded run is reported where it can run, and
+    not in a copy under the project's ``tmp/`` folder or in a script whose project import fails."""
+    root = _project(tmp_path, {
+        "lib/__init__.py": "", "lib/modeling.py": MODELING,
+        "train.py": UNSEEDED_RUN.format(imports="from lib.modeling import Head"),
+        "stale.py": UNSEEDED_RUN.format(imports="from lib.modeling import Wrapper"),
+        "tmp/train.py": UNSEEDED_RUN.format(imports=""),
+    })
+    assert _codes(root / "train.py", "TP009") == [5]
+    assert _codes(root / "stale.py", "TP009") == []
+    assert _codes(root / "tmp" / "train.py", "TP009") == []

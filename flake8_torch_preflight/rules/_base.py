@@ -54,8 +54,8 @@ class Rule:
             return
         from ..analysis.training import evaluation  # astroid only once a file is analysed
 
-        if evaluation.in_unit_test(node) or evaluation.test_suite_module(node.root()):
-            return  # a unit test's code runs once on the test's own inputs: the project's policy for every code
+        if evaluation.in_unit_test(node) or not evaluation.shipped_module(node.root()):
+            return  # a test, a scratch copy, a file that cannot import: the project's policy for every code
         text = fit_message(self.message, fields, self.quoted)
         line = getattr(node, "lineno", None) or 1
         col = getattr(node, "col_offset", None) or 0

@@ -60,7 +60,9 @@ class MissingNoGrad(Rule):
         "silent. A model method decorated with no_grad, or running no submodule, is not a forward; nor is a "
         "call of a module whose own forward runs its layers under no_grad (an inference wrapper), or of a module "
         "whose class freezes every parameter when built (``self.freeze()`` in ``__init__`` setting "
-        "requires_grad = False: a frozen text encoder)."
+        "requires_grad = False: a frozen text encoder). A forward in a loop that steps a simulator "
+        "(``obs, reward, done, info = env.step(action)``: an agent's test episodes) takes one observation "
+        "and frees its graph at each step: not reported."
         " One root cause is one finding: the first forward of a function (in source order), and none in a "
         "function whose every call in the file is made from a function already reported."
         " A forward through a model method (model.predict(x)) needs an eval() switch or a loop over a "
@@ -168,6 +170,8 @@ class MissingNoGrad(Rule):
             return  # checked before the whole-file analysis is started: it needs none
         if evaluation.volatile_input(node):
             return  # ``Variable(x, volatile=True)``: PyTorch 0.3's no_grad, in the version the file is for
+        if evaluation.in_rollout(node):
+            return  # one observation per forward in a simulator loop: a tiny graph, freed at each step
         if method and shared is None and split_loop is None and (mode is None or mode[0] != "eval"):
             return  # a model method in a function only named like an evaluation: a name is too weak here
         p = provenance.of(self.ctx)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from astroid import nodes
@@ -36,7 +37,13 @@ def project_root(path: str) -> str:
     """The nearest folder holding a ``ROOT_MARKERS`` file, among the file's folder and the
     ``MAX_ROOT_LEVELS - 1`` above it; else the folder above the file's folder."""
     folder = os.path.dirname(os.path.abspath(path))
-    candidate = folder
+    return marked_root(path) or os.path.dirname(folder) or folder
+
+
+def marked_root(path: str) -> Optional[str]:
+    """The nearest folder holding a ``ROOT_MARKERS`` file, among the file's folder and the
+    ``MAX_ROOT_LEVELS - 1`` above it; None when there is none."""
+    candidate = os.path.dirname(os.path.abspath(path))
     for _ in range(MAX_ROOT_LEVELS):
         if any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS):
             return candidate
@@ -44,7 +51,7 @@ def project_root(path: str) -> str:
         if above == candidate:
             break
         candidate = above
-    return os.path.dirname(folder) or folder
+    return None
 
 
 _FILES: "Dict[str, Tuple[List[str], bool]]" = {}
@@ -77,6 +84,8 @@ def forget() -> None:
     _FILES.clear()
     _SOURCES.clear()
     _INDEXES.clear()
+    _MISSING.clear()
+    _DEFINED.clear()
 
 
 #: Files that make the project an installable package: its classes are an API that code outside it may call.
@@ -254,3 +263,190 @@ def _switches_off(expr: ast.AST) -> bool:
         first = call.args[0]
         return isinstance(first, ast.Constant) and first.value is False
     return False
+
+
+# -- imports that cannot succeed ------------------------------------------------------------------
+
+#: Folders a project keeps its importable packages in besides its root (the ``src`` layout).
+SOURCE_FOLDERS = ("", "src")
+
+_MISSING: "Dict[str, Optional[str]]" = {}
+_DEFINED: "Dict[str, Tuple[str, Optional[frozenset]]]" = {}
+
+
+def missing_import(module: nodes.Module) -> Optional[str]:
+    """An import at the file's top level that stops it with an ImportError before any of its code runs,
+    as the import reads (``from setfit.modeling import SKLearnWrapper``), or None.
+
+    Only imports from the project's own modules are judged: a ``from M import name`` (absolute, with M
+    found under the project root, its ``src`` folder or the file's folder; or relative) whose module does
+    not define ``name`` (no def, class, assignment or import of it at any level outside functions, no
+    submodule of that name); or an import of a module of a package the project holds that has no file or
+    folder of that name.  Nothing is judged for an import inside ``try``, ``if`` or a function, for a
+    module that may define names dynamically (a star import, a module ``__getattr__``, ``globals()`` or
+    ``exec``, a ``global`` statement), or for a module that cannot be read.  Kept per file for the process."""
+    path = getattr(module, "file", None)
+    if not path or not os.path.isfile(str(path)):
+        return None
+    path = os.path.abspath(str(path))
+    if path not in _MISSING:
+        _MISSING[path] = _first_missing(module, path)
+    return _MISSING[path]
+
+
+def _first_missing(module: nodes.Module, path: str) -> Optional[str]:
+    root = marked_root(path)
+    if root is None:
+        return None  # where the project's imports start is not known
+    folder = os.path.dirname(path)
+    absolute = _absolute_bases(root, folder)
+    for node in module.body:
+        if isinstance(node, nodes.ImportFrom):
+            text = _unresolved_from(_relative_base(folder, node.level) if node.level else absolute, node)
+        elif isinstance(node, nodes.Import):
+            text = next((n for n, _ in node.names if _resolutions(absolute, n) == [None]), None)
+            text = "import " + text if text else None
+        else:
+            continue
+        if text is not None:
+            return text
+    return None
+
+
+def _relative_base(folder: str, level: int) -> List[str]:
+    base = folder
+    for _ in range(level - 1):
+        base = os.path.dirname(base)
+    return [base]
+
+
+def _absolute_bases(root: str, folder: str) -> List[str]:
+    """Where an absolute import may find a project module: the folder of a script (first on ``sys.path``
+    when it is run; a package's module is imported, not run), the project root and its ``src`` folder."""
+    bases = [] if os.path.isfile(os.path.join(folder, "__init__.py")) else [folder]
+    for sub in SOURCE_FOLDERS:
+        base = os.path.join(root, sub) if sub else root
+        if base not in bases:
+            bases.append(base)
+    return bases
+
+
+#: Files a module may be imported from (source, stubs, compiled extensions: ``_ext.cpython-311-x86_64.so``).
+MODULE_SUFFIXES = (".py", ".pyi", ".pyx", ".so", ".pyd")
+
+
+def _has_entry(folder: str, name: str) -> bool:
+    """A package folder or a module file of that name in ``folder``."""
+    if os.path.isdir(os.path.join(folder, name)):
+        return True
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return False
+    return any(entry.split(".")[0] == name and entry.endswith(MODULE_SUFFIXES) for entry in entries)
+
+
+def _resolutions(bases: List[str], dotted: str) -> Optional[List[Optional[str]]]:
+    """For each base holding the import's top package as a module file or regular package: the module's
+    file, or its package's ``__init__.py``, or None when that base lacks the module.  None (no judgement)
+    when no base holds it, when it is a standard-library name, or when a namespace folder or a compiled
+    module is met on the way (another entry of ``sys.path`` may win, or the module is not read)."""
+    parts = [p for p in dotted.split(".") if p]
+    if parts and parts[0] in getattr(sys, "stdlib_module_names", ()):
+        return None
+    found: List[Optional[str]] = []
+    for base in bases:
+        if parts:
+            top = os.path.join(base, parts[0])
+            if os.path.isdir(top) and not os.path.isfile(os.path.join(top, "__init__.py")):
+                return None
+            if not os.path.isdir(top) and not os.path.isfile(top + ".py"):
+                if _has_entry(base, parts[0]):
+                    return None
+                continue
+            if not os.path.isdir(top) and len(parts) > 1:
+                return None  # a module where the import needs a package: not the import's own base
+        target = os.path.join(base, *parts)
+        if os.path.isfile(os.path.join(target, "__init__.py")):
+            found.append(os.path.join(target, "__init__.py"))
+        elif os.path.isfile(target + ".py") and parts:
+            found.append(target + ".py")
+        elif os.path.isdir(target) or _has_entry(os.path.dirname(target), parts[-1] if parts else ""):
+            return None
+        else:
+            found.append(None)
+    return found or None
+
+
+def _unresolved_from(bases: List[str], node: nodes.ImportFrom) -> Optional[str]:
+    """The text of ``from M import name`` when every base holding M lacks M or its name."""
+    found = _resolutions(bases, node.modname or "")
+    if not found:
+        return None
+    missing: Optional[str] = None
+    for path in found:
+        if path is None:
+            missing = missing or node.names[0][0]
+            continue
+        names = _defined_names(path)
+        if names is None:
+            return None
+        package = os.path.basename(path) == "__init__.py"
+        absent = [
+            name for name, _ in node.names
+            if name != "*" and name not in names and not (package and _has_entry(os.path.dirname(path), name))
+        ]
+        if not absent:
+            return None  # this base provides every name
+        missing = missing or absent[0]
+    return "from {}{} import {}".format("." * (node.level or 0), node.modname or "", missing) if missing else None
+
+
+def _defined_names(path: str) -> Optional[frozenset]:
+    """Every name a module binds outside its functions and classes, or None when it cannot be read or may
+    bind names dynamically."""
+    text = source(path)
+    if text is None:
+        return None
+    cached = _DEFINED.get(path)
+    if cached is not None and cached[0] is text:
+        return cached[1]
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    names = _bound_at_top(tree) if tree is not None else None
+    _DEFINED[path] = (text, names)
+    return names
+
+
+def _bound_at_top(tree: ast.Module) -> Optional[frozenset]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("globals", "exec"):
+            return None
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+            return None
+    stack: List[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == "__getattr__":
+                return None
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add(alias.asname or alias.name.split(".")[0])
+            continue
+        if isinstance(node, ast.expr):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+            continue
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        stack.extend(ast.iter_child_nodes(node))
+    return frozenset(names)

@@ -96,8 +96,8 @@ _CPU_MEMO: "Dict[nodes.Module, bool]" = memo.per_file()
 
 def uses_cuda(module: nodes.Module) -> bool:
     """The file targets CUDA: a ``"cuda"``/``"cuda:N"`` device string, a ``.cuda()`` call, a
-    ``torch.cuda.*``, ``torch.backends.cudnn`` or ``torch.accelerator`` use or import, or the
-    ``nccl`` distributed backend.
+    ``torch.cuda.*`` (other than ``CUDA_NEUTRAL``: a seeding helper's ``torch.cuda.manual_seed(s)``),
+    ``torch.backends.cudnn`` or ``torch.accelerator`` use or import, or the ``nccl`` distributed backend.
 
     "When available" counts (``"cuda" if torch.cuda.is_available() else "cpu"``): the
     script is written to run on CUDA.  A file that only receives an opaque ``device``
@@ -136,6 +136,14 @@ def _may_place(call: nodes.Call) -> bool:
     return infer.method_name(call) == "to" and any(k.arg is None for k in call.keywords or [])
 
 
+#: ``torch.cuda`` functions that seed or ask about the device without placing any work on it: a seeding
+#: helper copied into a CPU script calls them too.
+CUDA_NEUTRAL = frozenset({
+    "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "is_available", "device_count",
+    "get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all",
+})
+
+
 def _find_cuda_evidence(module: nodes.Module) -> bool:
     for node in module.nodes_of_class((nodes.Const, nodes.Call, nodes.Attribute, nodes.Import, nodes.ImportFrom)):
         if isinstance(node, nodes.Const):
@@ -153,6 +161,8 @@ def _find_cuda_evidence(module: nodes.Module) -> bool:
                 return True
         elif node.attrname in ("cuda", "cudnn", "accelerator"):
             # ``torch.cuda.x`` / ``torch.backends.cudnn.x``: resolve the chain, never the word alone.
+            if isinstance(node.parent, nodes.Attribute) and node.parent.attrname in CUDA_NEUTRAL:
+                continue  # ``torch.cuda.manual_seed(s)`` in a seeding helper: no work placed on the GPU
             if _is_cuda_name(infer.dotted_name(node) or infer.qname(node) or ""):
                 return True
     return False

@@ -29,7 +29,7 @@ from astroid.bases import BoundMethod, Instance, UnboundMethod
 from astroid.exceptions import AstroidError
 
 from ..setup import brain
-from ..semantic import dataflow, infer, loops, memo
+from ..semantic import dataflow, infer, loops, memo, project
 from . import device, grad, model_flow, models, modes, origins, param_count
 from .models import SELF_RETURNING_METHODS as _SELF_RETURNING
 from .param_count import TENSOR_FACTORIES
@@ -161,6 +161,29 @@ def _frozen_here(model: nodes.NodeNG, func: Optional[nodes.FunctionDef]) -> bool
             texts = _FROZEN[id(scope)] = frozen_receivers(scope)
         if any(text == f or text.startswith(f + ".") for f in texts):
             return True
+    return False
+
+
+#: How many results a simulator's step returns: gym's (obs, reward, done, info), gymnasium's five.
+ENV_STEP_RESULTS = (4, 5)
+
+
+def in_rollout(node: nodes.NodeNG) -> bool:
+    """``node`` runs in a loop that steps a simulator, ``obs, reward, done, info = env.step(action)``
+    (read from the shape of the call and its unpacking, not from names): each forward there takes one
+    observation, and its graph is freed before the next step (a reinforcement-learning agent's test
+    episodes)."""
+    for loop in loops.enclosing_loops(node):
+        for assign in loop.nodes_of_class(nodes.Assign):
+            value, targets = assign.value, assign.targets
+            if (
+                isinstance(value, nodes.Call)
+                and infer.method_name(value) == "step"
+                and len(targets) == 1
+                and isinstance(targets[0], nodes.Tuple)
+                and len(targets[0].elts) in ENV_STEP_RESULTS
+            ):
+                return True
     return False
 
 
@@ -675,6 +698,28 @@ def in_unit_test(node: nodes.NodeNG) -> bool:
 
 #: Folders that hold a project's test suite.
 TEST_FOLDERS = frozenset({"test", "tests", "testing", "unittests"})
+
+#: Folders of a project that hold scratch copies, not the runs it ships (``Chapter10/tmp/00_pong_pg.py``).
+SCRATCH_FOLDERS = frozenset({"tmp", "temp", "scratch", "adhoc"})
+
+
+def shipped_module(module: nodes.Module) -> bool:
+    """The module is code the project ships and can run, where findings are reported: not its test suite
+    (``test_suite_module``), not a scratch copy in a ``SCRATCH_FOLDERS`` folder of the project (below the
+    folder holding its root marker; a file with no marked project is never taken for one), and not a
+    file whose top-level import of the project's own code fails (``project.missing_import``: a stale
+    script that stops with an ImportError before any of its code runs)."""
+    if test_suite_module(module):
+        return False
+    path = getattr(module, "file", None)
+    if not path:
+        return True
+    root = project.marked_root(str(path))
+    if root is not None:
+        relative = os.path.relpath(os.path.dirname(os.path.abspath(str(path))), root)
+        if set(relative.split(os.sep)) & SCRATCH_FOLDERS:
+            return False
+    return project.missing_import(module) is None
 
 
 def test_suite_module(module: nodes.Module) -> bool:
