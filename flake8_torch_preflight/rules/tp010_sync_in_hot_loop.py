@@ -1,12 +1,16 @@
 """TP010 sync-in-hot-loop: a host-device sync run once per element inside the training step."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Optional, Set, Tuple
 
 from astroid import nodes
 
 from ..analysis.semantic import branches, infer, loops
 from ..analysis.training import device, evaluation, grad, loader_use, training_step
 from ._base import Rule, register, text_gate
+
+if TYPE_CHECKING:
+    from ..analysis.setup.build import FileContext
 
 #: Tensor methods that download a value and so wait for the GPU queue (``device.SYNC_METHODS``).
 SYNC_METHODS = device.SYNC_METHODS
@@ -32,7 +36,9 @@ class SyncInHotLoop(Rule):
         "from evidence: a loop that calls backward() or a resolved optimizer.step(), a function that does so "
         "outside its loops, and helpers of the file called from them. A helper with no loop of its own whose "
         "every call in the file is made per element (``for p in model.parameters(): record(p)``) syncs per "
-        "element too; what its parameters hold is read from those calls."
+        "element too; what its parameters hold is read from those calls. A function of another module of the "
+        "project that the step calls (``from utils import get_grad_norm``) and that syncs per element of a "
+        "loop of its own is reported at the call, once per function: the helper's module alone shows no step."
     )
     leaves_alone = (
         "Syncs under a periodic logging branch (if step % 100 == 0), on tensors that are provably on the "
@@ -73,9 +79,14 @@ class SyncInHotLoop(Rule):
         "    optimizer.zero_grad()\n"
     )
 
+    def __init__(self, ctx: "FileContext") -> None:
+        super().__init__(ctx)
+        self._helpers: Set[int] = set()
+
     def visit_call(self, node: nodes.Call) -> None:
         name = infer.call_name(node)
         if name not in CANDIDATE_NAMES and name not in device.local_aliases(node.root(), "synchronize"):
+            self._check_helper(node)
             return  # cheap syntactic check first
         if not _inside_loop_or_comprehension(node):
             return
@@ -90,6 +101,45 @@ class SyncInHotLoop(Rule):
         if branches.reached_only_when_off(node):
             return  # ``if self.debug_mode:`` with the flag off wherever the project sets it
         self.report(node, sync=sync, loop=_loop_text(loop))
+
+    def _check_helper(self, node: nodes.Call) -> None:
+        """A function of another project module (``from utils import get_grad_norm``) called once per step
+        here, that syncs per element of a loop of its own: reported at this call, once per function, since
+        this file's step is what makes it run per step (the helper's module alone shows no step)."""
+        if not isinstance(node.func, (nodes.Name, nodes.Attribute)) or node.func.as_string() in _NOT_HELPERS:
+            return
+        helper = loops.local_helper(node)
+        if helper is None or helper.root() is node.root() or id(helper) in self._helpers:
+            return
+        if not device.uses_cuda(node.root()) or not training_step.in_step(node):
+            return
+        if _evaluation(node) or branches.reached_only_when_off(node):
+            return
+        found = _element_sync(helper)
+        if found is None:
+            return
+        self._helpers.add(id(helper))
+        sync, loop = found
+        self.report(node, sync="{}()'s {}".format(helper.name, sync), loop=_loop_text(loop))
+
+
+#: Calls never worth resolving as helpers (builtins the step makes all the time).
+_NOT_HELPERS = frozenset({"print", "len", "range", "enumerate", "zip", "isinstance", "getattr", "hasattr"})
+
+
+def _element_sync(helper: nodes.FunctionDef) -> "Optional[Tuple[str, training_step.Element]]":
+    """The first sync ``helper`` makes per element of a loop or comprehension of its own (not a loop
+    over a few fixed items or over a DataLoader, not under a periodic branch), as the message names it."""
+    for call in helper.nodes_of_class(nodes.Call):
+        if infer.call_name(call) not in CANDIDATE_NAMES:
+            continue
+        sync = device.sync_text(call)
+        if sync is None:
+            continue
+        loop = training_step.per_element_loop(call, depth=0, per_step=True)
+        if loop is not None and not _few_fixed_items(loop) and not _batch_loop(loop):
+            return sync, loop
+    return None
 
 
 def _inside_loop_or_comprehension(node: nodes.NodeNG) -> bool:

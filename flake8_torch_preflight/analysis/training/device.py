@@ -254,6 +254,8 @@ def is_tensor(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
     indexing, ``.grad``/``.data``, arithmetic, or iterating parameters of a resolved module."""
     if depth <= 0:
         return False
+    if isinstance(expr, nodes.Attribute) and expr.attrname == "grad" and infer.safe_infer(expr.expr) is None:
+        return True  # ``p.grad`` of a value not read (a parameter a helper is handed): autograd's gradient
     if isinstance(expr, nodes.Attribute) and expr.attrname in ("grad", "data", "T"):
         return is_tensor(expr.expr, depth - 1)  # the stub's ``grad = None`` would say otherwise
     value = infer.safe_infer(expr)

@@ -148,7 +148,7 @@ def in_step(node: nodes.NodeNG, depth: int = MAX_HELPER_DEPTH) -> bool:
     return isinstance(parent, nodes.FunctionDef) and runs_per_step(parent, depth)
 
 
-def per_element_loop(node: nodes.NodeNG, depth: int = 1) -> Optional[Element]:
+def per_element_loop(node: nodes.NodeNG, depth: int = 1, per_step: bool = False) -> Optional[Element]:
     """The loop or comprehension that runs ``node`` once per element inside a training step.
 
     Walking out from ``node`` within its function: the first enclosing loop/comprehension is
@@ -157,7 +157,8 @@ def per_element_loop(node: nodes.NodeNG, depth: int = 1) -> Optional[Element]:
     comprehension's first iterable and a ``for`` loop's iterable run once, not per element.
     A helper with no loop of its own around ``node`` runs per element when every call of it in
     the file is made per element (``for p in model.parameters(): log_norm(p)``): the loop at
-    its call site, ``depth`` levels of callers up.
+    its call site, ``depth`` levels of callers up.  With ``per_step`` the function around ``node`` is
+    known to run per step (a helper of another module called from this file's step).
     """
     element: Optional[Element] = None
     gated = False
@@ -190,7 +191,7 @@ def per_element_loop(node: nodes.NodeNG, depth: int = 1) -> Optional[Element]:
         sites = loops.call_sites(parent)
         found = [per_element_loop(site, depth - 1) for site in sites]
         return found[0] if found and all(f is not None for f in found) else None
-    return element if runs_per_step(parent) else None
+    return element if per_step or runs_per_step(parent) else None
 
 
 def is_rare_branch(branch: nodes.If) -> bool:
