@@ -106,8 +106,10 @@ class SyncInHotLoop(Rule):
         """A function of another project module (``from utils import get_grad_norm``) called once per step
         here, that syncs per element of a loop of its own: reported at this call, once per function, since
         this file's step is what makes it run per step (the helper's module alone shows no step)."""
-        if not isinstance(node.func, (nodes.Name, nodes.Attribute)) or node.func.as_string() in _NOT_HELPERS:
-            return
+        if not isinstance(node.func, (nodes.Name, nodes.Attribute)) or not loops.imported_from_project(node.func):
+            return  # cheap: only a name imported from the project's own modules can be such a helper
+        if infer.call_name(node) in loops.defined_function_names(node.root()):
+            return  # the file's own helpers are read from the sync (``per_element_loop``)
         helper = loops.local_helper(node)
         if helper is None or helper.root() is node.root() or id(helper) in self._helpers:
             return
@@ -121,10 +123,6 @@ class SyncInHotLoop(Rule):
         self._helpers.add(id(helper))
         sync, loop = found
         self.report(node, sync="{}()'s {}".format(helper.name, sync), loop=_loop_text(loop))
-
-
-#: Calls never worth resolving as helpers (builtins the step makes all the time).
-_NOT_HELPERS = frozenset({"print", "len", "range", "enumerate", "zip", "isinstance", "getattr", "hasattr"})
 
 
 def _element_sync(helper: nodes.FunctionDef) -> "Optional[Tuple[str, training_step.Element]]":

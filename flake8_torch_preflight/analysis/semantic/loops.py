@@ -182,7 +182,7 @@ def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
         if func is None or func.root() is not root:
             return None
         return func
-    if not _imported_from_project(call.func):
+    if not imported_from_project(call.func):
         return None  # no def of that name in the file and not a project import: not a helper
     func = infer.function_def(call.func)
     if func is None or func.is_method() or not brain.project_module(str(func.root().name)):
@@ -193,7 +193,7 @@ def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
 _PROJECT_IMPORTS: "Dict[nodes.Module, Set[str]]" = memo.per_file()
 
 
-def _imported_from_project(func: nodes.NodeNG) -> bool:
+def imported_from_project(func: nodes.NodeNG) -> bool:
     """``func`` is a name the file imports from one of the project's modules (``from engine import
     train_one_epoch``), or an attribute of a project module it imports (``engine.train_one_epoch``)."""
     if isinstance(func, nodes.Attribute):
