@@ -173,7 +173,7 @@ def test_fresh_model_draws_its_initialisation(arguments: str, between: str, para
     assert drawn is expected
 
 
-# -- made_up_demo: training on made-up tensors that keeps nothing (TP009's demo) ------------------------
+# -- made_up_demo: training on made-up data only (TP009's demo) -------------------------------------------
 
 _DEMO = """\
 import torch
@@ -196,12 +196,12 @@ for t in range(500):
     "tail, expected",
     [
         ("", True),  # the loss printed per step is still a demo
-        ("print(model[0].weight)", False),  # the trained model is looked at afterwards
-        ("torch.save(model.state_dict(), 'm.pt')", False),
-        ("evaluate = loss_fn(model(torch.randn(8, 100)), torch.randn(8, 10))", False),  # evaluated after
+        ("print(model[0].weight)", True),  # looking at the model trained on made-up data: the demo's result
+        ("torch.save(model.state_dict(), 'm.pt')", True),
+        ("evaluate = loss_fn(model(torch.randn(8, 100)), torch.randn(8, 10))", True),
     ],
 )
-def test_made_up_demo_keeps_nothing_it_trains(tail: str, expected: bool) -> None:
+def test_made_up_demo_whatever_it_keeps(tail: str, expected: bool) -> None:
     assert entrypoint.made_up_demo(_run(_DEMO.format(tail=tail))) is expected
 
 
@@ -218,6 +218,30 @@ def test_made_up_demo_needs_every_input_made_up(replace: str, by: str) -> None:
     if "env." in by:
         source = "class Env:\n    def step(self, a):\n        return a\n\nenv = Env()\n" + source
     assert not entrypoint.made_up_demo(_run(source))
+
+
+@pytest.mark.parametrize(
+    "x, y, expected",
+    [
+        ("x, y = make_blobs(n_samples=80, centers=2)\nx = torch.FloatTensor(x)", "y = torch.FloatTensor(relabel(y))",
+         True),  # sklearn's generator, a function of the file that computes from its argument
+        ("x = torch.FloatTensor([[0, 0], [0, 1], [1, 0], [1, 1]])", "y = torch.tensor([0., 1., 1., 0.])", True),
+        ("x = torch.LongTensor(list(map(ord, 'hello')))", "y = torch.LongTensor(list(map(ord, 'hola')))", True),
+        ("x = torch.tensor(np.random.randn(64, 2))", "y = x.sum(1)", True),
+        ("x, y = load_iris(return_X_y=True)\nx = torch.FloatTensor(x)", "y = torch.FloatTensor(y)", False),
+        ("x, y = read_pairs('pairs.csv')", "y = torch.FloatTensor(y)", False),  # the helper opens a file
+    ],
+)
+def test_made_up_demo_sources(x: str, y: str, expected: bool) -> None:
+    source = (
+        "import numpy as np\nimport torch\nfrom sklearn.datasets import load_iris, make_blobs\n\n\n"
+        "def relabel(labels):\n    out = np.copy(labels)\n    out[labels > 1] = 1\n    return out\n\n\n"
+        "def read_pairs(path):\n    rows = [line.split(',') for line in open(path)]\n    return rows, rows\n\n\n"
+        "{x}\n{y}\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for t in range(100):\n    loss = (model(x.float()).squeeze() - y).pow(2).mean()\n    opt.zero_grad()\n"
+        "    loss.backward()\n    opt.step()\ntorch.save(model.state_dict(), 'toy.pt')\n"
+    ).format(x=x, y=y)
+    assert entrypoint.made_up_demo(_run(source)) is expected
 
 
 def test_made_up_inputs_follows_tensor_methods_and_collects_names() -> None:
@@ -261,7 +285,7 @@ def test_made_up_inputs_reads_the_receiver_of_a_torch_tensor_method() -> None:
 def test_a_loop_over_constants_only_counts(header: str, expected: bool) -> None:
     module = _module("x = y = 1\n{}\n    pass\n".format(header))
     loop = next(module.nodes_of_class(nodes.For))
-    assert entrypoint._counting(loop) is expected
+    assert entrypoint.counting_loop(loop) is expected
 
 
 _SMOKE = (
@@ -290,8 +314,8 @@ def test_tp009_leaves_a_library_modules_main_check_alone(tmp_path) -> None:
     from flake8_torch_preflight import engine
     from flake8_torch_preflight.analysis.setup import build
 
-    # keeps a result (not a made-up demo), and its weights stay the drawn ones (no load)
-    source = _SMOKE.replace("    net.load_weights()\n", "") + "    torch.save(net.state_dict(), 'net.pt')\n"
+    # reads its input (not a made-up demo), and its weights stay the drawn ones (no load)
+    source = _SMOKE.replace("    net.load_weights()\n", "").replace("torch.randn(2, 16)", "torch.load('x.pt')")
     lines = source.splitlines(True)
     script = tmp_path / "check.py"
     script.write_text(source)

@@ -56,6 +56,8 @@ BOUNDED = [
     ("from itertools import islice\nfor x in islice(data, 100):\n    if x:\n        pass\n", None),
     # the header: a range with fixed bounds, a literal collection, through wrappers or a name
     ("STAGES = 6\nfor j in range(STAGES):\n    pass\n", 6),
+    ("EPOCHS = 8\nfor epoch in range(1, EPOCHS + 1):\n    pass\n", 8),  # arithmetic on a fixed name
+    ("EPOCHS = 8\nfor epoch in range(EPOCHS * 3):\n    pass\n", None),  # 24: above the limit
     ("for i, j in enumerate(range(2, 5)):\n    pass\n", 3),
     ("for mask in [a, b, c]:\n    pass\n", 3),
     ("terms = {'mse': a, 'kl': b}\nfor k, v in terms.items():\n    pass\n", 2),

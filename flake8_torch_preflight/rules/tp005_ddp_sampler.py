@@ -22,9 +22,11 @@ A file is a distributed run when it calls (any alias, module aliases included)
   code nothing resolves trains out of sight (``loader_use.trains_out_of_sight``), unless it runs
   with autograd off, on rank 0 only, over a held-out split or in an evaluation function.
 
-Silent: a sampler that cannot be resolved (a custom or conditional one), ``batch_sampler=``,
-an ``IterableDataset`` (it shards itself; an unresolvable dataset without ``shuffle=True`` may
-be one), loaders only read on rank 0, loaders handed to Accelerate's ``prepare()`` or Fabric's
+Silent: a loader drawn with ``next()`` once per step of another loader's loop (an auxiliary stream:
+each rank draws its own random extra batch), a sampler that cannot be resolved (a custom or
+conditional one), ``batch_sampler=``, an ``IterableDataset`` (it shards itself; an unresolvable
+dataset without ``shuffle=True`` may be one), loaders only read on rank 0, loaders handed to
+Accelerate's ``prepare()`` or Fabric's
 ``setup_dataloaders()``, and Lightning/Hugging Face classes and ``*_dataloader`` hooks, whose
 frameworks insert the sampler.
 """
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, List, Optional, Set
 from astroid import nodes
 
 from ..analysis.semantic import branches, dataflow, infer, loops
-from ..analysis.training import gradients, loader_use
+from ..analysis.training import entrypoint, gradients, loader_use
 from ..analysis.training.torch_names import DATALOADERS, MODEL_WRAPPERS
 from ._base import Rule, register, text_gate
 
@@ -74,7 +76,9 @@ class DdpSampler(Rule):
     leaves_alone = (
         "The rule only fires in files that wrap a model in DDP/FSDP or initialise a process group, and only "
         "for loaders that a training loop iterates (one that runs backward, or, in a file that shows no "
-        "step at all, one that hands its batches to code the file cannot read); Accelerate's prepare(), "
+        "step at all, one that hands its batches to code the file cannot read); a loader drawn with next() "
+        "once per step of another loader's loop is an auxiliary stream (each rank draws its own random extra "
+        "batch) and is left alone; Accelerate's prepare(), "
         "Lightning, IterableDatasets and rank-0-only loaders are left alone. Where the process group is set "
         "up elsewhere (an imported init_dist()), a DistributedSampler the file builds is still checked for "
         "set_epoch (unless num_replicas=1), but loaders without one are not judged. A wrapper or process "
@@ -197,6 +201,8 @@ class DdpSampler(Rule):
         training = [loop for loop in uses.training_loops if not loader_use.rank_zero_only(loop)]
         if not training and not (shuffled and not uses.training_loops and not uses.other_loops):
             return
+        if training and all(_auxiliary(loop, uses) for loop in training):
+            return  # one extra batch per step of another loader's loop: each rank draws its own
         fields = dict(self.NO_SAMPLER, name=_display(call))
         fields["problem"] = fields["problem"].format(how="" if how == "no sampler" else "({}) ".format(how))
         self.report(call, **fields)
@@ -291,6 +297,12 @@ def _framework(call: nodes.Call) -> bool:
     if isinstance(func, nodes.FunctionDef) and func.name in LIGHTNING_LOADER_HOOKS:
         return True
     return gradients.framework_managed(call)
+
+
+def _auxiliary(loop: "loops.Loop", uses: loader_use.Uses) -> bool:
+    """The loader is drawn with ``next()`` in ``loop`` (not its header), and ``loop`` iterates other
+    data (not a counting ``range``/``while``): an auxiliary stream beside the loader that drives the step."""
+    return loop not in uses.headers and not entrypoint.counting_loop(loop)
 
 
 def _bound_to(call: nodes.Call) -> Optional[nodes.NodeNG]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from astroid import nodes
@@ -362,6 +363,12 @@ def _range_length(expr: nodes.NodeNG) -> Optional[int]:
     return max(0, values[0] if len(values) == 1 else values[1] - values[0])
 
 
+#: Arithmetic ``_fixed_ints`` applies to fixed operands (``range(1, EPOCHS + 1)``), and how many
+#: value combinations it computes.
+_FIXED_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+MAX_FIXED_VALUES = 16
+
+
 def _fixed_ints(expr: nodes.NodeNG, depth: int) -> Optional[Set[int]]:
     """The ints ``expr`` may hold when every one is fixed in the source (see ``iteration_bound``),
     else None: a literal or arithmetic on literals (``static_values.evaluate``), or a name followed
@@ -380,6 +387,11 @@ def _fixed_ints(expr: nodes.NodeNG, depth: int) -> Optional[Set[int]]:
                 return None
             found |= ints
         return found
+    if isinstance(expr, nodes.BinOp) and expr.op in _FIXED_OPERATORS:  # ``EPOCHS + 1``
+        left, right = _fixed_ints(expr.left, depth), _fixed_ints(expr.right, depth)
+        if left is None or right is None or len(left) * len(right) > MAX_FIXED_VALUES:
+            return None
+        return {_FIXED_OPERATORS[expr.op](a, b) for a in left for b in right}
     if not all(isinstance(n, (nodes.Const, nodes.BinOp, nodes.UnaryOp)) for n in expr.nodes_of_class(nodes.NodeNG)):
         return None
     value = static_values.int_value(expr)

@@ -25,9 +25,10 @@ import re
 from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from astroid import nodes
+from astroid.exceptions import AstroidError
 
 from ..semantic import dataflow, infer, loops, memo
-from . import device, evaluation, frameworks, gradients
+from . import device, evaluation, frameworks, gradients, models
 from .torch_names import MODULE_BASES
 
 #: How deep helper functions are expanded (main -> train -> train_epoch -> step).
@@ -283,11 +284,30 @@ def trains(calls: List[nodes.Call]) -> bool:
 def _fits(calls: List[nodes.Call]) -> bool:
     for call in calls:
         if infer.call_name(call) in TRAINING_CALLS and infer.dotted_name(call.func) is None:
-            return True  # a trainer object's fit; ``ImageOps.fit(img, size)`` names a module's function
+            if loops.local_helper(call) is None:  # the file's own ``def fit(steps)`` is expanded, not a trainer
+                return True  # a trainer object's fit; ``ImageOps.fit(img, size)`` names a module's function
         if infer.method_name(call) == "train" and not call.args and not call.keywords:
-            if not infer.is_instance_of(call.func.expr, MODULE_BASES):  # type: ignore[union-attr]
+            if not _module_receiver(call.func.expr):  # type: ignore[union-attr]
                 return True
     return False
+
+
+def _module_receiver(expr: nodes.NodeNG) -> bool:
+    """``expr`` is a module: an instance of ``nn.Module``, or built from classes that define a
+    ``forward`` (a model whose ``nn`` comes from a star import of a module that is not read)."""
+    if infer.is_instance_of(expr, MODULE_BASES):
+        return True
+    classes = models.model_classes(expr)
+    return bool(classes) and all(_defines_forward(cls) for cls in classes)
+
+
+def _defines_forward(cls: nodes.ClassDef) -> bool:
+    if infer.own_method(cls, "forward") is not None:
+        return True
+    try:
+        return any(infer.own_method(base, "forward") is not None for base in cls.ancestors())
+    except (AstroidError, RecursionError):
+        return False
 
 
 #: Library functions that step the optimizer they are handed (resolved through the file's imports).
@@ -461,9 +481,6 @@ def benchmark_only(calls: List[nodes.Call]) -> bool:
     return all(made_up_benchmark(loops.enclosing_function(call) or call.root()) for call in backwards)
 
 
-#: Calls that keep what a run trains (resolved through the imports, or methods by name: ``model.save(...)``).
-SAVING_FUNCTIONS = frozenset({"torch.save", "numpy.save", "numpy.savez", "safetensors.torch.save_file"})
-SAVING_METHODS = frozenset({"save", "save_pretrained", "save_checkpoint", "save_model", "save_weights", "state_dict"})
 #: Base class of a custom autograd op, whose ``apply`` computes from its arguments.
 AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function"})
 #: torch functions that read a file: their tensors are data.
@@ -475,26 +492,17 @@ MAX_TRACED = 200
 def made_up_demo(calls: List[nodes.Call]) -> bool:
     """The run is a demo on made-up data: it trains (a backward, no framework's fit), every backward
     is repeated by loops that only count (``range``) or none, and every input its loss is computed
-    from is a tensor made in the file by a factory (``torch.randn(N, D_in)``: ``made_up_inputs``);
-    nothing it runs reads data (``reads_data``) or saves (``SAVING_FUNCTIONS``, ``SAVING_METHODS``),
-    and it reads nothing it trained after its training loop (``reads_trained``: not evaluated,
-    printed or returned).  Printing the loss inside the loop is still a demo; a regression on
-    generated data whose model is then looked at or saved is a training run."""
+    from is made up in the file (``made_up_inputs``: ``torch.randn(N, D_in)``, a synthetic generator
+    such as ``sklearn.datasets.make_blobs``, a literal such as ``torch.FloatTensor([[0, 1], [1, 0]])``).
+    What it does with the model afterwards (prints it, evaluates it on more made-up data, saves it)
+    does not make the data real: the run is a demonstration of the made-up task."""
     backwards = [call for call in calls if infer.method_name(call) in TRAINING_METHODS]
-    if not backwards or _fits(calls) or any(reads_data(call) or _saves(call) for call in calls):
+    if not backwards or _fits(calls):
         return False
-    scopes: Dict[int, Tuple[nodes.NodeNG, List[nodes.Call]]] = {}
     for call in backwards:
-        scope = loops.enclosing_function(call) or call.root()
-        scopes.setdefault(id(scope), (scope, []))[1].append(call)
-    for scope, own in scopes.values():
-        if any(not _counting(loop) for call in own for loop in loops.enclosing_loops(call)):
+        if any(not counting_loop(loop) for loop in loops.enclosing_loops(call)):
             return False  # a loop over batches, a parameter, a list: data
-        trained: Set[str] = set()
-        for call in own:
-            if not isinstance(call.func, nodes.Attribute) or not made_up_inputs(call.func.expr, trained):
-                return False
-        if reads_trained(scope, trained, own):
+        if not isinstance(call.func, nodes.Attribute) or not made_up_inputs(call.func.expr):
             return False
     return True
 
@@ -517,14 +525,45 @@ def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None) -> bool
         seen.add(id(node))
         if len(seen) > MAX_TRACED:
             return False
-        if evaluation.factory_call(node):
-            made_up = True  # ``torch.randn(N, D_in)``, the factories of ``evaluation.dummy_input``
+        if evaluation.factory_call(node) or _synthetic(node):
+            made_up = True  # ``torch.randn(N, D_in)``, ``make_blobs(...)``, ``torch.tensor([[0, 1]])``
+            continue
+        if isinstance(node, nodes.Const) and not isinstance(node.parent, nodes.Keyword):
+            made_up = True  # data written in the file: ``list(map(ord, "hello"))``, ``x * 2 + 1``
             continue
         inputs = _inputs_of(node, names)
         if inputs is None:
             return False
         pending.extend(inputs)
     return made_up
+
+
+#: Functions that generate a synthetic dataset (resolved through the imports; sklearn is not read).
+SYNTHETIC_DATA = ("sklearn.datasets.make_",)
+#: NumPy's draws of made-up arrays from its global generator.
+NUMPY_DRAWS = frozenset(
+    "numpy.random." + name for name in ("rand", "randn", "randint", "random", "normal", "uniform", "choice")
+)
+#: Nodes a literal of constants is made of.
+LITERAL_NODES = (nodes.Const, nodes.List, nodes.Tuple, nodes.UnaryOp)
+#: Builtins whose result is computed from their arguments only (``list(map(ord, "hello"))``).
+PURE_BUILTINS = frozenset({"list", "tuple", "map", "ord", "chr", "len", "range", "zip", "sorted", "float", "int"})
+
+
+def _synthetic(node: nodes.NodeNG) -> bool:
+    """``node`` makes data up: a synthetic generator (``make_blobs(...)``), a NumPy draw, or a
+    tensor built from a literal of constants (``torch.FloatTensor([[0, 0], [0, 1]])``)."""
+    if not isinstance(node, nodes.Call) or not isinstance(node.func, (nodes.Name, nodes.Attribute)):
+        return False
+    dotted = infer.dotted_name(node.func) or infer.callee_qname(node) or ""
+    if dotted.startswith(SYNTHETIC_DATA) or dotted in NUMPY_DRAWS:
+        return True
+    return (
+        dotted.startswith("torch.")
+        and len(node.args) == 1
+        and isinstance(node.args[0], (nodes.List, nodes.Tuple))
+        and all(isinstance(n, LITERAL_NODES) for n in node.args[0].get_children())
+    )
 
 
 def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[nodes.NodeNG]]:
@@ -537,12 +576,22 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
         values = dataflow.assigned_values(node, unpack=True)
         if values:
             return list(values)
+        if node.name in PURE_BUILTINS and infer.qname(node) == "builtins." + node.name:
+            return []  # ``map(ord, text)``: the function handed on
+        unpacked = dataflow.unpacked_from_call(node)
+        if unpacked is not None:
+            return [unpacked[0]]  # ``x, y = make_blobs(...)``: computed from what the call is
         return [] if _counter(node) else None
     if isinstance(node, nodes.Call):
         if reads_data(node) or (infer.dotted_name(node.func) or "") in TORCH_READS:
             return None
         arguments = list(node.args) + [keyword.value for keyword in node.keywords or ()]
         func = node.func
+        if isinstance(func, nodes.Name) and func.name in PURE_BUILTINS and infer.qname(func) == "builtins." + func.name:
+            return arguments
+        helper = loops.local_helper(node)
+        if helper is not None and isinstance(helper.parent, nodes.Module) and _computes_only(helper):
+            return arguments  # ``label_map(y, [0, 1], 0)``: a function of the file that reads no data
         if _computes_from_arguments(func):
             if names is not None and infer.is_instance_of(func, MODULE_BASES):
                 names.add(dataflow.binding_text(func))  # the module trained
@@ -560,6 +609,20 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
                          nodes.Starred, nodes.Slice)):
         return list(node.get_children())
     return None
+
+
+def _computes_only(func: nodes.FunctionDef) -> bool:
+    """A function of the file (not a method: an object keeps state) that computes its result from its
+    arguments: it reads no data
+    (``reads_data``, ``torch.load``), calls no other function of the file, and binds no global."""
+    if any(isinstance(n, (nodes.Global, nodes.Nonlocal)) for n in func.nodes_of_class((nodes.Global, nodes.Nonlocal))):
+        return False
+    for call in func.nodes_of_class(nodes.Call):
+        if loops.local_helper(call) is not None or reads_data(call):
+            return False
+        if (infer.dotted_name(call.func) or "") in TORCH_READS:
+            return False
+    return True
 
 
 def _computes_from_arguments(func: nodes.NodeNG) -> bool:
@@ -583,16 +646,8 @@ def _counter(name: nodes.Name) -> bool:
     """``name`` is the target of a loop that only counts (``for t in range(500)``)."""
     for loop in loops.enclosing_loops(name):
         if isinstance(loop, nodes.For) and isinstance(loop.target, nodes.AssignName) and loop.target.name == name.name:
-            return _counting(loop)
+            return counting_loop(loop)
     return False
-
-
-def _saves(call: nodes.Call) -> bool:
-    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
-        return False
-    if (infer.dotted_name(call.func) or infer.callee_qname(call) or "") in SAVING_FUNCTIONS:
-        return True
-    return infer.method_name(call) in SAVING_METHODS
 
 
 def _own(scope: nodes.NodeNG, klass: type) -> List[nodes.NodeNG]:
@@ -615,7 +670,7 @@ def _made_up_benchmark(scope: nodes.NodeNG) -> bool:
     backwards = [call for call in own_calls if infer.method_name(call) in TRAINING_METHODS]
     if not backwards or not any(_probe(call) for call in own_calls):
         return False
-    if any(not _counting(loop) for call in backwards for loop in loops.enclosing_loops(call)):
+    if any(not counting_loop(loop) for call in backwards for loop in loops.enclosing_loops(call)):
         return False  # a loop over batches, a parameter, a list: data the caller chose
     forwards = [call for call in own_calls if evaluation.dummy_input(call)]
     if not forwards:
@@ -638,7 +693,7 @@ def _probe(call: nodes.Call) -> bool:
     return False
 
 
-def _counting(loop: nodes.NodeNG) -> bool:
+def counting_loop(loop: nodes.NodeNG) -> bool:
     """A ``while`` loop, a ``for`` over ``range(n)`` (wrapped or not: ``tqdm(range(n))``), or over a
     literal of constants (``for bins in (0, 2, 10):``, settings tried in turn)."""
     if not isinstance(loop, nodes.For):

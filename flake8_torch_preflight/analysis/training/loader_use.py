@@ -427,7 +427,7 @@ def _flow_into_target(
     key: Optional[str] = None,
 ) -> None:
     """Follow a value (or, with ``key``, a dict holding it under that key) into the name or
-    ``self.attr`` it is assigned to."""
+    ``self.attr`` it is assigned to, or into the dict whose constant key it is stored under."""
     if isinstance(target, nodes.AssignName):
         if key is None:
             uses.bindings.append(target)
@@ -438,6 +438,13 @@ def _flow_into_target(
             uses.bindings.append(target)
         for use in _self_attr_uses(target):
             _flow(use, depth, uses, seen, via, deep, key)
+    elif isinstance(target, nodes.Subscript) and key is None and isinstance(target.value, nodes.Name):
+        slot = target.slice  # ``loaders["extra"] = DataLoader(...)``: the dict's reads of that key
+        binding = dataflow.single_binding(target.value)
+        if binding is not None and isinstance(slot, nodes.Const) and isinstance(slot.value, str):
+            for use in dataflow.name_uses(binding):
+                if use is not target.value:
+                    _flow(use, depth, uses, seen, via, deep, slot.value)
 
 
 def _unpacked_targets(call: nodes.Call, index: int, count: int) -> List[nodes.NodeNG]:

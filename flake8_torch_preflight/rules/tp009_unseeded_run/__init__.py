@@ -10,8 +10,8 @@ conversion scripts, and a backward that updates nothing (no optimizer, no
 random weights, or that runs ``torch.autograd.gradcheck`` and reads no data (an op's self-test on
 ``torch.randn`` input), are silent; so is a run
 whose every backward sits in a benchmark timing steps on made-up tensors (``entrypoint.benchmark_only``),
-a demo that trains on made-up tensors only and reads, saves and looks at nothing it trains
-(``entrypoint.made_up_demo``: ``x = torch.randn(N, D_in)``, a few hundred steps, the loss printed),
+a demo that trains on data made up in the file only (``entrypoint.made_up_demo``: ``x = torch.randn(N, D_in)``,
+``make_blobs(...)``, a literal tensor; whatever it then does with the model),
 and a library module of the project whose ``__main__`` block trains on made-up tensors
 (``entrypoint.library_self_test``).
 
@@ -127,8 +127,10 @@ class UnseededRun(Rule):
         " is meant to differ on every launch. A backward that nothing steps, in a run that builds no layer or"
         " that runs ``gradcheck`` on no data (an extension's self-test on ``torch.randn``), is not training, nor"
         " a run whose every backward is in a benchmark that times steps on made-up tensors and reads nothing it trains;"
-        " a demo whose inputs and targets are all torch.randn tensors, that reads no data and saves, evaluates or"
-        " returns nothing it trained (the loss printed per step is fine), only shows an API;"
+        " a demo whose inputs and targets are all made up in the file (``torch.randn`` tensors, a synthetic"
+        " generator such as ``sklearn.datasets.make_blobs``, a literal such as ``torch.tensor([[0, 1], [1, 0]])``)"
+        " demonstrates a made-up task, whatever it then does with the model;"
+        " a ``__main__`` block that only switches a model to training mode and times a forward does not train;"
         " a module only built to lend its ``parameters()`` to an optimizer (an LR-schedule plot) draws nothing"
         " that matters."
     )
@@ -169,7 +171,7 @@ class UnseededRun(Rule):
         if not entrypoint.trains(everything) or entrypoint.benchmark_only(everything):
             return  # no training step, or only steps timed on made-up tensors
         if entrypoint.made_up_demo(everything):
-            return  # a demo on torch.randn data that keeps nothing: a seed changes no result anyone keeps
+            return  # a demo on made-up data: a seed would only repeat the made-up task's numbers
         parent = _RandomState(node, calls, data_path(calls))
         states = [parent]
         for worker in workers:  # fresh interpreters: their own seeds count, not the parent's
