@@ -13,6 +13,7 @@ from flake8_torch_preflight import engine
 from flake8_torch_preflight.analysis.semantic import project
 from flake8_torch_preflight.analysis.setup import build
 from flake8_torch_preflight.analysis.setup.build import build_module
+from flake8_torch_preflight.analysis.training import evaluation
 
 VALIDATION = textwrap.dedent(
     """\
@@ -275,3 +276,29 @@ def test_no_finding_in_a_file_that_cannot_import_or_a_scratch_folder(tmp_path: P
     assert _codes(root / "train.py", "TP009") == [5]
     assert _codes(root / "stale.py", "TP009") == []
     assert _codes(root / "tmp" / "train.py", "TP009") == []
+
+
+AGENT = (
+    "import torch\nimport torch.nn as nn\n\n\nclass Agent:\n    def __init__(self):\n"
+    "        self.actor = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 2))\n"
+    "        self.optimizer = torch.optim.Adam(self.actor.parameters(), lr=3e-4)\n\n"
+    "    def evaluate(self, s):\n        s = torch.tensor(s, dtype=torch.float).unsqueeze(0)\n"
+    "        return self.actor(s).detach().numpy().argmax()\n\n"
+    "    def update(self, states, advantages):\n        loss = -(self.actor(states) * advantages).mean()\n"
+    "        self.optimizer.zero_grad()\n        loss.backward()\n        self.optimizer.step()\n"
+)
+ROLLOUT = (
+    "from agent import Agent\n\n\ndef evaluate_policy(env, agent):\n    s, done = env.reset(), False\n"
+    "    while not done:\n        a = agent.evaluate(s)\n        s, r, done, _ = env.step(a)\n"
+)
+BATCHES = "def score(agent, loader):\n    for batch in loader:\n        agent.evaluate(batch)\n"
+
+
+def test_calls_in_a_simulator_loop_of_another_module(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"agent.py": AGENT, "main.py": ROLLOUT})
+    calls = project.external_calls(_function(root / "agent.py", "evaluate"))
+    assert calls is not None and [(c.line, evaluation.rollout_call(c)) for c in calls] == [(7, True)]
+    assert _tp002(root / "agent.py") == []  # one observation per env.step: a tiny graph, freed at each step
+    (root / "score.py").write_text(BATCHES)  # a loop over batches calls it too: an evaluation with autograd on
+    project.forget()
+    assert _tp002(root / "agent.py") == [12]

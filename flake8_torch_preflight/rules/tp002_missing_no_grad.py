@@ -346,7 +346,8 @@ def _after_training(p: "provenance.Provenance", node: nodes.NodeNG, depth: int) 
 
 def _graph_free_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef) -> bool:
     """``func`` has no call in this file, and the project's other modules call it only under
-    ``torch.no_grad()``/``inference_mode()`` (``project.external_calls``); or, in a project that is no
+    ``torch.no_grad()``/``inference_mode()`` or in a loop that steps a simulator (``project.external_calls``,
+    ``evaluation.rollout_call``: one observation per forward); or, in a project that is no
     installable package (an application: no code outside it calls its classes), it is a method of a
     class with no base outside the project that no module of the project calls at all (an evaluation
     nobody runs, not a framework hook)."""
@@ -356,7 +357,7 @@ def _graph_free_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef) -
     if calls is None:
         return False
     if calls:
-        return all(call.grad_off for call in calls)
+        return all(call.grad_off or evaluation.rollout_call(call) for call in calls)
     klass = func.parent.frame() if func.is_method() else None
     if not isinstance(klass, nodes.ClassDef) or project.packaged(str(func.root().file)):
         return False

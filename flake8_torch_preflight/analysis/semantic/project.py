@@ -12,7 +12,7 @@ import ast
 import os
 import re
 import sys
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from astroid import nodes
 
@@ -128,6 +128,9 @@ class ExternalCall(NamedTuple):
     path: str
     line: int
     grad_off: bool  #: under ``with torch.no_grad()`` / ``inference_mode()``, or in a function decorated so
+    #: (method name, number of targets) of each ``a, b, c = x.name(...)`` in the loops around the call
+    #: (``obs, reward, done, info = env.step(action)``): what those loops step, read by the torch layer.
+    loop_unpacks: FrozenSet[Tuple[str, int]] = frozenset()
 
 
 def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
@@ -166,7 +169,8 @@ class _Index(NamedTuple):
     """What ``external_calls`` reads of a module: its imports and its calls by the callee's last name."""
 
     imports: List[Tuple[str, str, str]]  #: (module's last part, imported name, local name); "" name for ``import m``
-    calls: Dict[str, List[Tuple[int, bool, str, bool]]]  #: name -> (line, attribute call, receiver, grad off)
+    #: name -> (line, attribute call, receiver, grad off, the unpacked method calls of the loops around it)
+    calls: Dict[str, List[Tuple[int, bool, str, bool, FrozenSet[Tuple[str, int]]]]]
 
 
 _INDEXES: "Dict[str, Tuple[str, Optional[_Index]]]" = {}
@@ -183,7 +187,8 @@ def _index(path: str, text: str) -> Optional[_Index]:
         return None
     imports: List[Tuple[str, str, str]] = []
     parents: Dict[ast.AST, ast.AST] = {}
-    calls: Dict[str, List[Tuple[int, bool, str, bool]]] = {}
+    calls: Dict[str, List[Tuple[int, bool, str, bool, FrozenSet[Tuple[str, int]]]]] = {}
+    unpacks: Dict[int, FrozenSet[Tuple[str, int]]] = {}
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
             parents[child] = parent
@@ -197,10 +202,13 @@ def _index(path: str, text: str) -> Optional[_Index]:
         elif isinstance(node, ast.Call):
             callee = node.func
             if isinstance(callee, ast.Name):
-                calls.setdefault(callee.id, []).append((node.lineno, False, "", _grad_off(node, parents)))
+                calls.setdefault(callee.id, []).append(
+                    (node.lineno, False, "", _grad_off(node, parents), _loop_unpacks(node, parents, unpacks))
+                )
             elif isinstance(callee, ast.Attribute):
                 calls.setdefault(callee.attr, []).append(
-                    (node.lineno, True, _dotted(callee.value), _grad_off(node, parents))
+                    (node.lineno, True, _dotted(callee.value), _grad_off(node, parents),
+                     _loop_unpacks(node, parents, unpacks))
                 )
     index = _Index(imports, calls)
     _INDEXES[path] = (text, index)
@@ -212,7 +220,7 @@ def _calls_in(index: _Index, path: str, name: str, stem: str, method: bool) -> L
     modules = {local for module, imported, local in index.imports if (imported or module) == stem and not imported}
     modules |= {local for module, imported, local in index.imports if imported == stem}
     found: List[ExternalCall] = []
-    for line, attribute, receiver, grad_off in _index_calls(index, name, local_names):
+    for line, attribute, receiver, grad_off, loop_unpacks in _index_calls(index, name, local_names):
         if method:
             hit = attribute
         elif attribute:
@@ -220,11 +228,35 @@ def _calls_in(index: _Index, path: str, name: str, stem: str, method: bool) -> L
         else:
             hit = True
         if hit:
-            found.append(ExternalCall(path, line, grad_off))
+            found.append(ExternalCall(path, line, grad_off, loop_unpacks))
     return found
 
 
-def _index_calls(index: _Index, name: str, local_names: "set[str]") -> List[Tuple[int, bool, str, bool]]:
+def _loop_unpacks(
+    node: ast.AST, parents: Dict[ast.AST, ast.AST], cache: Dict[int, FrozenSet[Tuple[str, int]]]
+) -> FrozenSet[Tuple[str, int]]:
+    """(method name, number of targets) of every ``a, b = x.method(...)`` in the loops around ``node``
+    (up to its function)."""
+    found: Set[Tuple[str, int]] = set()
+    current = parents.get(node)
+    while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(current, (ast.For, ast.While)):
+            if id(current) not in cache:
+                cache[id(current)] = frozenset(
+                    (stmt.value.func.attr, len(stmt.targets[0].elts))
+                    for stmt in ast.walk(current)
+                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call)
+                    and isinstance(stmt.value.func, ast.Attribute)
+                )
+            found |= cache[id(current)]
+        current = parents.get(current)
+    return frozenset(found)
+
+
+def _index_calls(
+    index: _Index, name: str, local_names: "set[str]"
+) -> List[Tuple[int, bool, str, bool, FrozenSet[Tuple[str, int]]]]:
     """The calls of ``name`` as an attribute or a plain name, and of the local names it was imported as."""
     found = [c for c in index.calls.get(name, []) if c[1]]
     for local in local_names:

@@ -281,6 +281,27 @@ def trains(calls: List[nodes.Call]) -> bool:
     return any(infer.method_name(call) in TRAINING_METHODS for call in calls) or _fits(calls)
 
 
+def repeats_training(calls: List[nodes.Call]) -> bool:
+    """The run's training repeats: a framework fits (its own loop), or a backward runs in a loop, in
+    its own function or at a call of that function the run makes in a loop (up to ``HELPER_DEPTH``
+    calls up).  One forward, backward and optimizer step on a few rows (a profiler's or
+    ``torch.utils.bottleneck``'s demonstration) shows an API; it trains nothing."""
+    if _fits(calls):
+        return True
+    return any(
+        _repeated(call, calls, HELPER_DEPTH) for call in calls if infer.method_name(call) in TRAINING_METHODS
+    )
+
+
+def _repeated(call: nodes.Call, calls: List[nodes.Call], depth: int) -> bool:
+    if loops.enclosing_loops(call):
+        return True
+    func = loops.enclosing_function(call)
+    if func is None or depth <= 0:
+        return False
+    return any(_callee_body(site) is func and _repeated(site, calls, depth - 1) for site in calls if site is not call)
+
+
 def _fits(calls: List[nodes.Call]) -> bool:
     for call in calls:
         if infer.call_name(call) in TRAINING_CALLS and infer.dotted_name(call.func) is None:

@@ -178,13 +178,22 @@ def in_rollout(node: nodes.NodeNG) -> bool:
             value, targets = assign.value, assign.targets
             if (
                 isinstance(value, nodes.Call)
-                and infer.method_name(value) == "step"
                 and len(targets) == 1
                 and isinstance(targets[0], nodes.Tuple)
-                and len(targets[0].elts) in ENV_STEP_RESULTS
+                and _steps_simulator(infer.method_name(value), len(targets[0].elts))
             ):
                 return True
     return False
+
+
+def rollout_call(call: "project.ExternalCall") -> bool:
+    """A call another module of the project makes inside a loop that steps a simulator (``in_rollout``
+    for a call read from that module's text: ``a = agent.evaluate(s)`` beside ``s, r, done, _ = env.step(a)``)."""
+    return any(_steps_simulator(name, count) for name, count in call.loop_unpacks)
+
+
+def _steps_simulator(method: Optional[str], targets: int) -> bool:
+    return method == "step" and targets in ENV_STEP_RESULTS
 
 
 def forward_grad_off(call: nodes.Call) -> bool:

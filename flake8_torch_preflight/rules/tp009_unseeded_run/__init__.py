@@ -12,6 +12,7 @@ random weights, or that runs ``torch.autograd.gradcheck`` and reads no data (an 
 whose every backward sits in a benchmark timing steps on made-up tensors (``entrypoint.benchmark_only``),
 a demo that trains on data made up in the file only (``entrypoint.made_up_demo``: ``x = torch.randn(N, D_in)``,
 ``make_blobs(...)``, a literal tensor; whatever it then does with the model),
+a run whose only optimizer step runs once, outside any loop (``entrypoint.repeats_training``),
 and a library module of the project whose ``__main__`` block trains on made-up tensors
 (``entrypoint.library_self_test``).
 
@@ -130,7 +131,8 @@ class UnseededRun(Rule):
         " a demo whose inputs and targets are all made up in the file (``torch.randn`` tensors, a synthetic"
         " generator such as ``sklearn.datasets.make_blobs``, a literal such as ``torch.tensor([[0, 1], [1, 0]])``)"
         " demonstrates a made-up task, whatever it then does with the model;"
-        " a ``__main__`` block that only switches a model to training mode and times a forward does not train;"
+        " a ``__main__`` block that only switches a model to training mode and times a forward does not train,"
+        " nor does one optimizer step outside any loop (a profiler's or ``torch.utils.bottleneck``'s demonstration);"
         " a module only built to lend its ``parameters()`` to an optimizer (an LR-schedule plot) draws nothing"
         " that matters."
     )
@@ -142,9 +144,13 @@ class UnseededRun(Rule):
             torch.manual_seed(0)
             model = torch.nn.Linear(10, 1)
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            noise = np.random.normal(size=(64, 10))
-            model(torch.as_tensor(noise, dtype=torch.float32)).sum().backward()
-            optimizer.step()
+            features = torch.load("features.pt")
+            for epoch in range(10):
+                noise = np.random.normal(scale=0.1, size=(64, 10))
+                inputs = features + torch.as_tensor(noise, dtype=torch.float32)
+                optimizer.zero_grad()
+                model(inputs).sum().backward()
+                optimizer.step()
     """
     example_good = """
         import numpy as np
@@ -155,9 +161,13 @@ class UnseededRun(Rule):
             np.random.seed(0)
             model = torch.nn.Linear(10, 1)
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            noise = np.random.normal(size=(64, 10))
-            model(torch.as_tensor(noise, dtype=torch.float32)).sum().backward()
-            optimizer.step()
+            features = torch.load("features.pt")
+            for epoch in range(10):
+                noise = np.random.normal(scale=0.1, size=(64, 10))
+                inputs = features + torch.as_tensor(noise, dtype=torch.float32)
+                optimizer.zero_grad()
+                model(inputs).sum().backward()
+                optimizer.step()
     """
 
     def visit_module(self, node: nodes.Module) -> None:
@@ -170,6 +180,8 @@ class UnseededRun(Rule):
         everything = calls + [call for worker in workers for call in worker.calls]
         if not entrypoint.trains(everything) or entrypoint.benchmark_only(everything):
             return  # no training step, or only steps timed on made-up tensors
+        if entrypoint.updates_parameters(everything) and not entrypoint.repeats_training(everything):
+            return  # one optimizer step outside any loop (a profiler's demonstration): nothing trained
         if entrypoint.made_up_demo(everything):
             return  # a demo on made-up data: a seed would only repeat the made-up task's numbers
         parent = _RandomState(node, calls, data_path(calls))
