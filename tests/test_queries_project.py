@@ -60,7 +60,7 @@ TRAINER = textwrap.dedent(
 
 
 def _project(tmp_path: Path, files: Dict[str, str], marker: str = "requirements.txt") -> Path:
-    (tmp_path / marker).write_text("")  # an application; setup.py / pyproject.toml make it a package
+    (tmp_path / marker).mkdir() if marker == ".git" else (tmp_path / marker).write_text("")  # an application
     for name, text in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -302,3 +302,24 @@ def test_calls_in_a_simulator_loop_of_another_module(tmp_path: Path) -> None:
     (root / "score.py").write_text(BATCHES)  # a loop over batches calls it too: an evaluation with autograd on
     project.forget()
     assert _tp002(root / "agent.py") == [12]
+
+
+def test_absolute_import_from_the_root_of_a_nested_package(tmp_path: Path) -> None:
+    """``from pkg.fid.inception import Net`` in ``pkg/fid/score.py``, whose folder holds its own
+    ``requirements.txt``: resolved from the repository's root, the outer marked folder."""
+    from flake8_torch_preflight.analysis.setup import brain
+
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "", "pkg/fid/__init__.py": "", "pkg/fid/requirements.txt": "scipy\n",
+        "pkg/fid/inception.py": "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    pass\n",
+        "pkg/fid/score.py": "from pkg.fid.inception import Net\n\nmodel = Net()\n",
+    }, marker=".git")
+    assert project.marked_roots(str(root / "pkg/fid")) == [str(root / "pkg/fid"), str(root)]
+    path = root / "pkg/fid/score.py"
+    brain.begin_file(str(path))
+    try:
+        module = build_module(path.read_text(), str(path))
+        call = next(module.nodes_of_class(nodes.Call))
+        assert [getattr(v, "name", None) for v in call.func.inferred()] == ["Net"]
+    finally:
+        brain.end_file()

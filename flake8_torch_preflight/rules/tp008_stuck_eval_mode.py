@@ -185,6 +185,12 @@ class StuckEvalMode(Rule):
             ):
                 backward = event
             elif event.kind == modes.STEP and backward is not None:
+                owners = modes.step_owners(event)
+                if owners is not None and not owners:
+                    continue  # a scheduler's step
+                if owners is not None and model.terminal not in owners:
+                    backward = None  # another model's optimizer (a GAN's generator step): not this model's
+                    continue
                 return backward
         return None
 

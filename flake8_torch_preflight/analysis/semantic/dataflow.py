@@ -111,7 +111,7 @@ def _value_of_binding(binding: nodes.NodeNG) -> Optional[nodes.NodeNG]:
 
 
 def _self_attr_values(attr: nodes.Attribute) -> Optional[List[nodes.NodeNG]]:
-    func = attr.scope()
+    func = attr.frame()  # the method, also from inside a comprehension (its own scope)
     klass = func.parent.frame() if isinstance(func, nodes.FunctionDef) and func.parent is not None else None
     if not isinstance(klass, nodes.ClassDef):
         return None

@@ -54,6 +54,21 @@ def marked_root(path: str) -> Optional[str]:
     return None
 
 
+def marked_roots(folder: str) -> List[str]:
+    """Every folder holding a ``ROOT_MARKERS`` file among ``folder`` and the ``MAX_ROOT_LEVELS - 1``
+    above it, nearest first (a nested ``setup.py`` or ``requirements.txt`` and the repository's root)."""
+    found: List[str] = []
+    candidate = os.path.abspath(folder)
+    for _ in range(MAX_ROOT_LEVELS):
+        if any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS):
+            found.append(candidate)
+        above = os.path.dirname(candidate)
+        if above == candidate:
+            break
+        candidate = above
+    return found
+
+
 _FILES: "Dict[str, Tuple[List[str], bool]]" = {}
 
 

@@ -36,7 +36,7 @@ from astroid.exceptions import AstroidImportError
 from astroid.manager import AstroidManager
 from astroid.nodes import Module
 
-from ..semantic import lookups
+from ..semantic import lookups, project
 
 #: Module name of every stub file, relative to ``stubs/``.
 _STUB_FILES = {
@@ -207,6 +207,21 @@ def _locate(modname: str, context_dir: str) -> Tuple[Optional[bool], str]:
     return False, os.path.abspath(location)
 
 
+def _import_base(modname: str, context_dir: str) -> str:
+    """Where an absolute import of ``modname`` is resolved: the importing file's folder, or, when the
+    module is not found there, the nearest folder above it holding a project root marker that has it
+    (``from trainer.utils.fid.inception import InceptionV3`` in ``trainer/utils/fid/score.py``, run from
+    the repository's root as ``python -m``)."""
+    if not context_dir or "." in modname[:1] or _locate(modname, context_dir)[1]:
+        return context_dir
+    if _locate(modname, context_dir)[0] is None:
+        return context_dir  # a standard-library module read from its stub
+    for root in project.marked_roots(context_dir):
+        if root != context_dir and _locate(modname, root)[1]:
+            return root
+    return context_dir
+
+
 def _too_large(location: str) -> bool:
     try:
         return os.path.getsize(location) > MAX_PROJECT_MODULE_BYTES
@@ -255,6 +270,7 @@ def _guarded_ast_from_module_name(
                 raise AstroidImportError("no torch stub for {modname}", modname=modname)
             return stub
         context_dir = os.path.dirname(context_file) if context_file else _current_dir
+        context_dir = _import_base(modname, context_dir)
         if top == "builtins" and modname != "builtins":
             # astroid first tries an import inside builtins as relative to it ("builtins.io" for
             # the ``io`` behind ``open``); builtins is no package, so that is ``io`` itself.

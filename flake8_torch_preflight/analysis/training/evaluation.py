@@ -108,11 +108,14 @@ def _frozen_by_class(model: nodes.NodeNG) -> bool:
     method of its own that ``__init__`` calls (``self.freeze()``), runs ``self.requires_grad_(False)`` or
     ``for p in self.parameters(): p.requires_grad = False`` (a frozen text encoder of a diffusion
     sampler, whatever module defines it)."""
-    classes = models.model_classes(model) if isinstance(model, (nodes.Name, nodes.Attribute)) else None
-    return bool(classes) and all(_freezes_itself(klass) for klass in classes)
+    built = models.model_constructions(model) if isinstance(model, (nodes.Name, nodes.Attribute)) else None
+    return bool(built) and all(_freezes_itself(klass, call) for klass, call in built)  # type: ignore[union-attr]
 
 
-def _freezes_itself(klass: nodes.ClassDef) -> bool:
+def _freezes_itself(klass: nodes.ClassDef, call: Optional[nodes.Call] = None) -> bool:
+    """``klass``'s ``__init__`` (or a method it calls) freezes ``self``; a flag it freezes with
+    (``p.requires_grad = requires_grad``) is read from ``call``, the constructor call, or the default
+    (not when the construction is not in sight)."""
     init = infer.own_method(klass, "__init__")
     if init is None:
         return False
@@ -121,7 +124,10 @@ def _freezes_itself(klass: nodes.ClassDef) -> bool:
                     if isinstance(c.func, nodes.Attribute) and dataflow.is_self_attr(c.func))
         if m is not None and m is not init
     ]
-    return any("self" in frozen_receivers(m) for m in methods)
+    flags = frozenset(
+        name for name in (init.argnames()[1:] if call is not None else ()) if _flag_value(init, call, name) is False
+    )  # a construction not in sight may pass anything
+    return any("self" in frozen_receivers(m, flags) for m in methods)
 
 
 #: How many parameter-to-argument hops ``_frozen_by_call`` follows to the caller that froze the model.
@@ -208,6 +214,7 @@ def forward_grad_off(call: nodes.Call) -> bool:
         return False
     for klass in classes:
         forward = infer.own_method(klass, "forward")
+        forward = _dispatched(forward, call) if forward is not None else None
         if forward is None or _runs_submodules(forward, 2):
             return False  # a layer runs with autograd on (``_runs_submodules``)
         if not any(dataflow.is_self_attr(c.func) and grad.grad_disabled(c) for c in forward.nodes_of_class(nodes.Call)):
@@ -215,20 +222,20 @@ def forward_grad_off(call: nodes.Call) -> bool:
     return True
 
 
-def frozen_receivers(scope: nodes.NodeNG) -> Set[str]:
+def frozen_receivers(scope: nodes.NodeNG, false_names: FrozenSet[str] = frozenset()) -> Set[str]:
     """Texts of the models frozen in ``scope``: ``X.requires_grad_(False)`` and
-    ``for p in X.parameters(): p.requires_grad = False``."""
+    ``for p in X.parameters(): p.requires_grad = False``; a name of ``false_names`` (a constructor's
+    parameter bound to False) counts as False."""
     found: Set[str] = set()
     for call in _own_nodes(scope, nodes.Call):
         if infer.method_name(call) == "requires_grad_" and call.args:
             flag = call.args[0]
-            if isinstance(flag, nodes.Const) and flag.value is False:
+            if _is_false(flag, false_names):
                 # ``sampler.eval().requires_grad_(False)`` freezes ``sampler``
                 receiver = model_flow.strip_wrappers(call.func.expr)  # type: ignore[union-attr]
                 found.add(dataflow.binding_text(unwrap(receiver)))
     for assign in _own_nodes(scope, nodes.Assign):
-        value = assign.value
-        if not (isinstance(value, nodes.Const) and value.value is False):
+        if not _is_false(assign.value, false_names):
             continue
         for target in assign.targets:
             if not (isinstance(target, nodes.AssignAttr) and target.attrname == "requires_grad"):
@@ -244,6 +251,12 @@ def frozen_receivers(scope: nodes.NodeNG) -> Set[str]:
             ):
                 found.add(dataflow.binding_text(unwrap(iterable.func.expr)))  # type: ignore[union-attr]
     return found
+
+
+def _is_false(value: nodes.NodeNG, false_names: FrozenSet[str]) -> bool:
+    if isinstance(value, nodes.Const):
+        return value.value is False
+    return isinstance(value, nodes.Name) and value.name in false_names
 
 
 def _words(name: str) -> List[str]:
@@ -423,6 +436,48 @@ def _argument_classes(expr: nodes.NodeNG, depth: int) -> Optional[List[nodes.Cla
             return None
         classes.extend(inner)
     return classes
+
+
+def _dispatched(forward: nodes.FunctionDef, call: nodes.Call) -> nodes.FunctionDef:
+    """The method of its own that ``forward`` hands the call to, when its body only dispatches on a
+    flag the call fixes (``if not reverse: return self.normal_flow(...) else: return
+    self.reverse_flow(...)`` called with ``reverse=True``); ``forward`` itself otherwise."""
+    body = [s for s in forward.body if not (isinstance(s, nodes.Expr) and isinstance(s.value, nodes.Const))]
+    if len(body) != 1 or not isinstance(body[0], nodes.If):
+        return forward
+    test, negated = body[0].test, False
+    if isinstance(test, nodes.UnaryOp) and test.op == "not":
+        test, negated = test.operand, True
+    if not isinstance(test, nodes.Name) or test.name not in forward.argnames():
+        return forward
+    flag = _flag_value(forward, call, test.name)
+    if flag is None:
+        return forward
+    taken = body[0].body if bool(flag) != negated else body[0].orelse
+    if len(taken) != 1 or not isinstance(taken[0], nodes.Return) or not isinstance(taken[0].value, nodes.Call):
+        return forward
+    func = taken[0].value.func
+    if not (isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Name) and func.expr.name == "self"):
+        return forward
+    inner = infer.own_method(forward.parent, func.attrname) if isinstance(forward.parent, nodes.ClassDef) else None
+    return inner if inner is not None else forward
+
+
+def _flag_value(method: nodes.FunctionDef, call: nodes.Call, name: str) -> Optional[object]:
+    """The constant ``call`` binds to the parameter ``name`` of ``method`` (a keyword, a position after
+    ``self``, or the parameter's default); None when it is not a constant."""
+    value: Optional[nodes.NodeNG] = next((k.value for k in call.keywords or () if k.arg == name), None)
+    if value is None:
+        names = [a.name for a in method.args.args or ()]
+        index = names.index(name) - 1 if name in names else -1
+        if 0 <= index < len(call.args) and not any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]):
+            value = call.args[index]
+        elif not any(k.arg is None for k in call.keywords or ()):
+            try:
+                value = method.args.default_value(name)
+            except (AstroidError, LookupError):
+                value = None
+    return value.value if isinstance(value, nodes.Const) else None
 
 
 def _runs_submodules(method: nodes.FunctionDef, depth: int) -> bool:

@@ -392,6 +392,12 @@ def model_classes(expr: nodes.NodeNG) -> Optional[List[nodes.ClassDef]]:
     return [cls for cls, _ in built] if built else None
 
 
+def model_constructions(expr: nodes.NodeNG) -> Optional[List["tuple[nodes.ClassDef, Optional[nodes.Call]]"]]:
+    """``model_classes`` with the constructor call of each class, when seen (None for an instance
+    whose construction is not in sight)."""
+    return _constructions(expr, MODE_DEPTH) or None
+
+
 def _constructions(expr: nodes.NodeNG, depth: int) -> Optional[List["tuple[nodes.ClassDef, Optional[nodes.Call]]"]]:
     """The classes (with their constructor calls, when seen) ``expr`` may be an instance of, through
     aliases, ``model.to(dev)``/``model.train()``, wrappers (DDP, ``torch.compile``) and parameters

@@ -618,24 +618,33 @@ def trained_models(events: List[Event]) -> Optional[Set[str]]:
     for event in events:
         if event.kind != STEP:
             continue
-        if event.model is None or not isinstance(event.model.node, (nodes.Name, nodes.Attribute)):
+        found = step_owners(event)
+        if found is None:
             return None
-        values = dataflow.assigned_values(event.model.node)
-        if not values or len(values) != 1 or not isinstance(values[0], nodes.Call):
-            return None
-        built = values[0]
-        klass = infer.safe_infer(built.func)
-        if not isinstance(klass, nodes.ClassDef):
-            return None
-        if not infer.class_is_subclass_of(klass, OPTIMIZER_BASES):
-            continue  # a scheduler or another stepped object of known type
-        params = infer.argument(built, "params", 0)
-        owner = _parameters_owner(params)
-        if owner is None:
-            return None
-        owners.add(owner)
-        owners |= _parents(params.func.expr)  # type: ignore[union-attr]
+        owners |= found
     return owners or None
+
+
+def step_owners(event: Event) -> Optional[Set[str]]:
+    """For a ``STEP`` event, the last names of the models whose parameters its optimizer holds (with
+    the models holding them, see ``trained_models``); an empty set for a stepped object of a known
+    type that is no optimizer (a scheduler); None when the optimizer cannot be attributed."""
+    if event.model is None or not isinstance(event.model.node, (nodes.Name, nodes.Attribute)):
+        return None
+    values = dataflow.assigned_values(event.model.node)
+    if not values or len(values) != 1 or not isinstance(values[0], nodes.Call):
+        return None
+    built = values[0]
+    klass = infer.safe_infer(built.func)
+    if not isinstance(klass, nodes.ClassDef):
+        return None
+    if not infer.class_is_subclass_of(klass, OPTIMIZER_BASES):
+        return set()  # a scheduler or another stepped object of known type
+    params = infer.argument(built, "params", 0)
+    owner = _parameters_owner(params)
+    if owner is None:
+        return None
+    return {owner} | _parents(params.func.expr)  # type: ignore[union-attr]
 
 
 def _parents(expr: nodes.NodeNG) -> Set[str]:
