@@ -300,7 +300,9 @@ def _escapes(func: nodes.FunctionDef, outer: nodes.FunctionDef) -> bool:
 def _runs_once(p: "provenance.Provenance", call: nodes.Call, func: Optional[nodes.FunctionDef], depth: int) -> bool:
     """The forward runs once per run of the program: outside any loop, in module code, a test, a
     warm-up on a dummy input, a probe whose output nobody reads, or a function every call of which
-    in the file runs once."""
+    in the file runs once; or it is a model file's own check (``evaluation.model_file_check``)."""
+    if evaluation.model_file_check(call):
+        return True  # a model file's __main__ timing its forward on a random input
     if evaluation.repeats(call):
         return _final_pass(p, call, func, depth)
     if func is None or evaluation.dummy_input(call) or evaluation.discarded(call):

@@ -180,6 +180,8 @@ class UnscaledAccumulation(Rule):
         effect = scale_effect(found)
         if effect is None:
             return  # the optimizer's update does not depend on the gradient's scale
+        if _lr_divided(found):
+            return  # lr = base_lr / batch_size / subdivision: the update scales the summed gradient back
         if any(_divided(_loss_trace(call)) for call in found.backwards):
             effect = EFFECTS["mixed"]  # another backward of the step is divided: the sum is lopsided
         for call in found.backwards:
@@ -300,6 +302,39 @@ def scale_effect(found: "accumulation.Accumulation") -> Optional[str]:
         if kind == "decay":
             return EFFECTS["decay"].format(optimizer=name)
     return None
+
+
+def _lr_divided(found: "accumulation.Accumulation") -> bool:
+    """Every optimizer the accumulation steps is built with a learning rate divided by its count
+    (``lr = cfg.LR / batch_size / subdivision``, the darknet convention for summed losses): the sum
+    of the micro-batches' gradients is scaled back in the update itself."""
+    divided = False
+    for step in found.steps:
+        optimizer = gradients.stepped_optimizer(step)
+        built = _constructions(optimizer, 4) if optimizer is not None else None
+        if not built:
+            return False
+        for call, _ in built:
+            lr = infer.argument(call, "lr", 1)
+            if lr is None or not _divides_by(lr, found.text, LR_HOPS):
+                return False
+            divided = True
+    return divided
+
+
+#: How many assignments ``_divides_by`` follows from the ``lr=`` argument to its division.
+LR_HOPS = 3
+
+
+def _divides_by(expr: nodes.NodeNG, text: str, hops: int) -> bool:
+    """``expr`` is a division chain with ``text`` among its divisors (``base / batch / subdivision``),
+    through the names it is bound to."""
+    if isinstance(expr, nodes.BinOp) and expr.op == "/":
+        return expr.right.as_string() == text or _divides_by(expr.left, text, hops)
+    if isinstance(expr, nodes.Name) and hops > 0:
+        values = infer.bound_values(expr)
+        return bool(values) and all(_divides_by(v, text, hops - 1) for v in values)  # type: ignore[union-attr]
+    return False
 
 
 def _clips(scope: nodes.NodeNG) -> bool:

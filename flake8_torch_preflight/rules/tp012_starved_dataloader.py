@@ -732,7 +732,9 @@ def _dataset_on_device(expr: nodes.NodeNG, depth: int) -> bool:
             return any(_dataset_on_device(a, depth - 1) for a in _plain(expr.args))
         if isinstance(expr.func, (nodes.Name, nodes.Attribute)):
             klass = infer.safe_infer(expr.func)
-            if isinstance(klass, nodes.ClassDef) and klass.root() is expr.root():
+            if isinstance(klass, nodes.ClassDef) and (
+                klass.root() is expr.root() or loops.imported_from_project(expr.func)
+            ):  # a dataset class of the file or of a project module (``from urbansounddataset import ...``)
                 return infer.class_is_subclass_of(klass, DATASET_BASES) and _moves_to_device(klass)
     klass = infer.instance_class(expr)
     if klass is not None and klass.root() is expr.root():

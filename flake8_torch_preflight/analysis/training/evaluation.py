@@ -30,7 +30,7 @@ from astroid.exceptions import AstroidError
 
 from ..setup import brain
 from ..semantic import dataflow, infer, loops, memo, project
-from . import device, grad, model_flow, models, modes, origins, param_count
+from . import device, grad, model_flow, models, modes, origins, param_count, training_step
 from .models import SELF_RETURNING_METHODS as _SELF_RETURNING
 from .param_count import TENSOR_FACTORIES
 from .torch_names import VARIABLE
@@ -642,6 +642,22 @@ def _made_in_place(expr: nodes.NodeNG) -> bool:
     return (
         isinstance(expr, nodes.Call) and bool(expr.args) and infer.dotted_name(expr.func) == VARIABLE
         and _always(expr.args[0], factory_call)
+    )
+
+
+def model_file_check(call: nodes.Call) -> bool:
+    """A forward on a dummy input (``dummy_input``) in the ``__main__`` block of a file that defines a
+    module class and trains nothing: the model file's own smoke or speed check, not an evaluation."""
+    from . import entrypoint  # entrypoint imports this module
+
+    module = call.root()
+    if not dummy_input(call) or training_step.file_trains(module):
+        return False
+    guard = next((s for s in module.body if entrypoint.is_main_guard(s) and loops.inside(call, s)), None)
+    if guard is None:
+        return False
+    return any(
+        param_count.is_module_class(klass) for klass in module.body if isinstance(klass, nodes.ClassDef)
     )
 
 
