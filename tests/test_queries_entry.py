@@ -230,6 +230,7 @@ def test_made_up_demo_needs_every_input_made_up(replace: str, by: str) -> None:
         ("x = torch.tensor(np.random.randn(64, 2))", "y = x.sum(1)", True),
         ("x, y = load_iris(return_X_y=True)\nx = torch.FloatTensor(x)", "y = torch.FloatTensor(y)", False),
         ("x, y = read_pairs('pairs.csv')", "y = torch.FloatTensor(y)", False),  # the helper opens a file
+        ("x, y = fizzbuzz(100)\nx = torch.FloatTensor(x)", "y = torch.FloatTensor(y)", True),  # helpers of helpers
     ],
 )
 def test_made_up_demo_sources(x: str, y: str, expected: bool) -> None:
@@ -237,6 +238,8 @@ def test_made_up_demo_sources(x: str, y: str, expected: bool) -> None:
         "import numpy as np\nimport torch\nfrom sklearn.datasets import load_iris, make_blobs\n\n\n"
         "def relabel(labels):\n    out = np.copy(labels)\n    out[labels > 1] = 1\n    return out\n\n\n"
         "def read_pairs(path):\n    rows = [line.split(',') for line in open(path)]\n    return rows, rows\n\n\n"
+        "def encode(i):\n    return [i % 2, i // 2 % 2]\n\n\n"
+        "def fizzbuzz(limit):\n    return [encode(i) for i in range(limit)], [i % 3 for i in range(limit)]\n\n\n"
         "{x}\n{y}\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for t in range(100):\n    loss = (model(x.float()).squeeze() - y).pow(2).mean()\n    opt.zero_grad()\n"
         "    loss.backward()\n    opt.step()\ntorch.save(model.state_dict(), 'toy.pt')\n"

@@ -632,17 +632,24 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
     return None
 
 
-def _computes_only(func: nodes.FunctionDef) -> bool:
-    """A function of the file (not a method: an object keeps state) that computes its result from its
-    arguments: it reads no data
-    (``reads_data``, ``torch.load``), calls no other function of the file, and binds no global."""
+#: How many functions deep ``_computes_only`` reads (``get_data`` calling ``encode`` and ``split``).
+COMPUTE_DEPTH = 3
+
+
+def _computes_only(func: nodes.FunctionDef, depth: int = COMPUTE_DEPTH) -> bool:
+    """A function of the file or of a project module (not a method: an object keeps state) that
+    computes its result from its arguments: it reads no data (``reads_data``, ``torch.load``), binds
+    no global, and the functions of its module it calls (up to ``COMPUTE_DEPTH``) do the same
+    (``get_data(input_size)`` building FizzBuzz pairs from ``range`` and arithmetic)."""
     if any(isinstance(n, (nodes.Global, nodes.Nonlocal)) for n in func.nodes_of_class((nodes.Global, nodes.Nonlocal))):
         return False
     for call in func.nodes_of_class(nodes.Call):
-        if loops.local_helper(call) is not None or reads_data(call):
+        if reads_data(call) or (infer.dotted_name(call.func) or "") in TORCH_READS:
             return False
-        if (infer.dotted_name(call.func) or "") in TORCH_READS:
-            return False
+        inner = loops.local_helper(call)
+        if inner is not None and inner is not func:
+            if depth <= 1 or not isinstance(inner.parent, nodes.Module) or not _computes_only(inner, depth - 1):
+                return False
     return True
 
 
