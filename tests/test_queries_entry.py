@@ -384,3 +384,23 @@ def test_no_code_reports_in_the_test_suite(tmp_path) -> None:
 
     assert codes("project/train.py") == ["TP003"]
     assert codes("project/test/test_model.py") == []
+
+
+@pytest.mark.parametrize(
+    "head, tail, expected",
+    [
+        ("from torch import nn\n", "", True),  # ``torch`` never bound: NameError before the step
+        ("import torch\nfrom torch import nn\n", "", False),
+        ("from torch import nn\nfrom helpers import *\n", "", False),  # a star import may bind it
+        ("from torch import nn\n", "model.eval()\n", True),  # a method named eval is no builtin eval()
+        ("import torch\nfrom torch import nn\nsteps = {}\nsteps['a'][0]()\n", "", False),  # a bound dict
+        ("import torch\nfrom torch import nn\nhooks['a'][0]()\n", "", True),  # an unbound one, subscripted
+        ("from torch import nn\n", "globals()['torch'] = __import__('torch')\n", False),
+    ],
+)
+def test_fails_before_training(head: str, tail: str, expected: bool) -> None:
+    source = head + (
+        "model = nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in batches:\n    model(x).sum().backward()\n    optimizer.step()\n"
+    ) + tail
+    assert entrypoint.fails_before_training(_run(source)) is expected

@@ -20,6 +20,7 @@ call that reads data by its library, its class or where its value goes, never by
 """
 from __future__ import annotations
 
+import builtins
 import os
 import re
 from typing import Dict, List, NamedTuple, Optional, Set, Tuple
@@ -279,6 +280,47 @@ def trains(calls: List[nodes.Call]) -> bool:
     """The run reaches a training step: ``loss.backward()``, ``trainer.fit(...)``, or ``trainer.train()``
     on something that is not a module (``model.train()`` only switches a module's mode)."""
     return any(infer.method_name(call) in TRAINING_METHODS for call in calls) or _fits(calls)
+
+
+def fails_before_training(calls: List[nodes.Call]) -> bool:
+    """The run stops with a NameError before its first training step: a call it makes first (in
+    ``calls``' run order) goes through a name the file never binds, not a builtin either
+    (``torch.optim.SGD(...)`` in a script that only imports ``from torch import nn``).  A file with a
+    star import, ``exec``, ``globals()`` or a module ``__getattr__`` may bind names unseen: never judged."""
+    module = calls[0].root() if calls else None
+    if module is None or _binds_unseen(module):
+        return False
+    for call in calls:
+        if infer.method_name(call) in TRAINING_METHODS:
+            return False
+        head = call.func
+        while isinstance(head, (nodes.Attribute, nodes.Call, nodes.Subscript)):
+            if isinstance(head, nodes.Attribute):
+                head = head.expr
+            else:
+                head = head.value if isinstance(head, nodes.Subscript) else head.func
+        if isinstance(head, nodes.Name) and head.root() is module and _unbound(head):
+            return True
+    return False
+
+
+def _binds_unseen(module: nodes.Module) -> bool:
+    if any(name == "*" for node in module.nodes_of_class(nodes.ImportFrom) for name, _ in node.names):
+        return True
+    if "__getattr__" in module.locals:
+        return True
+    return any(
+        isinstance(c.func, nodes.Name) and c.func.name in ("exec", "globals", "eval")
+        for c in module.nodes_of_class(nodes.Call)
+    )
+
+
+def _unbound(name: nodes.Name) -> bool:
+    try:
+        _, bindings = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return False
+    return not bindings and not hasattr(builtins, name.name) and name.name not in ("__file__", "__name__")
 
 
 def repeats_training(calls: List[nodes.Call]) -> bool:

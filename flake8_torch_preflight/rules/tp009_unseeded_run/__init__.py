@@ -12,7 +12,8 @@ random weights, or that runs ``torch.autograd.gradcheck`` and reads no data (an 
 whose every backward sits in a benchmark timing steps on made-up tensors (``entrypoint.benchmark_only``),
 a demo that trains on data made up in the file only (``entrypoint.made_up_demo``: ``x = torch.randn(N, D_in)``,
 ``make_blobs(...)``, a literal tensor; whatever it then does with the model),
-a run whose only optimizer step runs once, outside any loop (``entrypoint.repeats_training``),
+a run whose only optimizer step runs once, outside any loop (``entrypoint.repeats_training``), a
+script that reads a name it never binds before its first step (``entrypoint.fails_before_training``),
 and a library module of the project whose ``__main__`` block trains on made-up tensors
 (``entrypoint.library_self_test``).
 
@@ -132,7 +133,9 @@ class UnseededRun(Rule):
         " generator such as ``sklearn.datasets.make_blobs``, a literal such as ``torch.tensor([[0, 1], [1, 0]])``)"
         " demonstrates a made-up task, whatever it then does with the model;"
         " a ``__main__`` block that only switches a model to training mode and times a forward does not train,"
-        " nor does one optimizer step outside any loop (a profiler's or ``torch.utils.bottleneck``'s demonstration);"
+        " nor does one optimizer step outside any loop (a profiler's or ``torch.utils.bottleneck``'s demonstration),"
+        " nor a script that stops with a NameError before its first step (``torch.optim.SGD`` where ``torch`` is"
+        " never imported);"
         " a module only built to lend its ``parameters()`` to an optimizer (an LR-schedule plot) draws nothing"
         " that matters."
     )
@@ -180,6 +183,8 @@ class UnseededRun(Rule):
         everything = calls + [call for worker in workers for call in worker.calls]
         if not entrypoint.trains(everything) or entrypoint.benchmark_only(everything):
             return  # no training step, or only steps timed on made-up tensors
+        if entrypoint.fails_before_training(calls):
+            return  # a name the file never binds stops the run before it trains (NameError)
         if entrypoint.updates_parameters(everything) and not entrypoint.repeats_training(everything):
             return  # one optimizer step outside any loop (a profiler's demonstration): nothing trained
         if entrypoint.made_up_demo(everything):
