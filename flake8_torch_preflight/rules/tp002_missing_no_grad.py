@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
-from ..analysis.semantic import infer, loops, project
+from ..analysis.semantic import dataflow, infer, loops, project
 from ..analysis.setup import brain
 from ..analysis.training import device, entrypoint, evaluation, param_count, provenance, training_step
 from ._base import Rule, register, text_gate
@@ -186,6 +186,8 @@ class MissingNoGrad(Rule):
             return  # an unresolved callee named like a model counts only after <it>.eval()
         if shared is None and _backpropagated(p, node):
             return  # its output reaches a backward(): not an evaluation (the eval call skips it)
+        if shared is None and func is not None and _result_trained(p, func):
+            return  # ``results = inference(net, batch)`` then ``calc_loss(results).backward()``: the training forward
         if shared is not None and p.grad_mode(shared) == provenance.OFF:
             return  # the eval call itself runs under no_grad
         if not method and evaluation.forward_grad_off(node):
@@ -300,10 +302,12 @@ def _escapes(func: nodes.FunctionDef, outer: nodes.FunctionDef) -> bool:
 def _runs_once(p: "provenance.Provenance", call: nodes.Call, func: Optional[nodes.FunctionDef], depth: int) -> bool:
     """The forward runs once per run of the program: outside any loop, in module code, a test, a
     warm-up on a dummy input, a probe whose output nobody reads, or a function every call of which
-    in the file runs once; or it is a model file's own check (``evaluation.model_file_check``)."""
-    if evaluation.model_file_check(call):
-        return True  # a model file's __main__ timing its forward on a random input
+    in the file runs once; or it is a speed or smoke check (``evaluation.speed_check``)."""
+    if evaluation.speed_check(call):
+        return True  # a loop timing the forward, or a model file's __main__ check on a random input
     if evaluation.repeats(call):
+        if _few_fixed_items(call) and (func is None or _function_runs_once(p, func, depth)):
+            return True  # five prompts written in the source, encoded once before training
         return _final_pass(p, call, func, depth)
     if func is None or evaluation.dummy_input(call) or evaluation.discarded(call):
         return True
@@ -348,7 +352,8 @@ def _after_training(p: "provenance.Provenance", node: nodes.NodeNG, depth: int) 
 
 def _graph_free_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef) -> bool:
     """``func`` has no call in this file, and the project's other modules call it only under
-    ``torch.no_grad()``/``inference_mode()`` or in a loop that steps a simulator (``project.external_calls``,
+    ``torch.no_grad()``/``inference_mode()``, in a function that runs a ``backward()`` (a policy's
+    ``evaluate_actions`` feeding the loss) or in a loop that steps a simulator (``project.external_calls``,
     ``evaluation.rollout_call``: one observation per forward); or, in a project that is no
     installable package (an application: no code outside it calls its classes), it is a method of a
     class with no base outside the project that no module of the project calls at all (an evaluation
@@ -359,7 +364,7 @@ def _graph_free_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef) -
     if calls is None:
         return False
     if calls:
-        return all(call.grad_off or evaluation.rollout_call(call) for call in calls)
+        return all(call.grad_off or call.trains or evaluation.rollout_call(call) for call in calls)
     klass = func.parent.frame() if func.is_method() else None
     if not isinstance(klass, nodes.ClassDef) or project.packaged(str(func.root().file)):
         return False
@@ -410,6 +415,17 @@ def _keeps_graph(p: "provenance.Provenance", node: nodes.NodeNG) -> bool:
     return False
 
 
+#: A loop over at most this many items written in the source (``for prompt in [...]``) is a one-off
+#: pass over a handful of examples, like TP010's few fixed items.
+FEW_FIXED_ITEMS = 16
+
+
+def _few_fixed_items(call: nodes.Call) -> bool:
+    """Every loop around ``call`` iterates a few items fixed in the source (``loops.iteration_bound``)."""
+    around = loops.enclosing_loops(call)
+    return bool(around) and all(loops.iteration_bound(loop, FEW_FIXED_ITEMS) is not None for loop in around)
+
+
 def _function_runs_once(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
     sites = p.call_sites(func)
     if not sites or depth <= 0:
@@ -426,6 +442,35 @@ def _function_runs_once(p: "provenance.Provenance", func: nodes.FunctionDef, dep
 def _backpropagated(p: provenance.Provenance, call: nodes.Call) -> bool:
     ident = id(call)
     return any(ident in b.prov.sources or ident in b.prov.maybe for b in p.backwards)
+
+
+def _result_trained(p: "provenance.Provenance", func: nodes.FunctionDef) -> bool:
+    """Every call of ``func`` in the file gives a result that reaches a ``backward()`` there: a helper
+    named like an evaluation (``inference(net, batch)``) that makes the training forward."""
+    sites = p.call_sites(func)
+    return bool(sites) and all(_backpropagated(p, site) or _makes_loss(site) for site in sites)
+
+
+def _makes_loss(site: nodes.Call) -> bool:
+    """The result of ``site`` is handed to a call whose result gets ``.backward()``: ``results =
+    inference(net, batch)``, ``loss = calc_loss(loss_dict, results)``, ``loss.backward()`` (read
+    through the names they are bound to, where the provenance of a helper's loss stops)."""
+    target = dataflow.assigned_name(site)
+    if target is None:
+        return False
+    for use in dataflow.name_uses(target):
+        call = use.parent
+        if isinstance(call, nodes.Keyword):
+            call = call.parent
+        if not isinstance(call, nodes.Call) or use is call.func:
+            continue
+        loss = dataflow.assigned_name(call)
+        if loss is not None and any(
+            isinstance(read.parent, nodes.Attribute) and read.parent.attrname == "backward"
+            for read in dataflow.name_uses(loss)
+        ):
+            return True
+    return False
 
 
 def _callers(p: "provenance.Provenance", func: nodes.FunctionDef) -> Optional[List[nodes.FunctionDef]]:

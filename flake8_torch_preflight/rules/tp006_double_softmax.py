@@ -13,7 +13,7 @@ from typing import Optional
 from astroid import nodes
 
 from ..analysis.setup import brain
-from ..analysis.semantic import infer
+from ..analysis.semantic import branches, infer
 from ..analysis.training import origins
 from ..analysis.training.torch_names import (
     CROSS_ENTROPY_CLASSES, LOG_SOFTMAX_FUNCTIONS, LOG_SOFTMAX_LOSSES, SOFTMAX_FUNCTIONS, SOFTMAX_LAYERS,
@@ -77,6 +77,11 @@ class DoubleSoftmax(Rule):
         loss = criterion(logits, labels)
         probs = F.softmax(logits, dim=1)  # for predictions and metrics only
     """
+
+    def report(self, node: nodes.NodeNG, **fields: object) -> None:
+        if branches.reached_only_when_off(node):
+            return  # ``if multi_class:`` where every call passes a flag the run sets False: no run pairs them
+        super().report(node, **fields)
 
     def visit_call(self, node: nodes.Call) -> None:
         if not node.args and not node.keywords:

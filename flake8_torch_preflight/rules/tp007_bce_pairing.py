@@ -116,6 +116,11 @@ class BcePairing(Rule):
         accuracy = ((torch.sigmoid(logits) > 0.5) == targets).float().mean()
     """
 
+    def report(self, node: nodes.NodeNG, **fields: object) -> None:
+        if branches.reached_only_when_off(node):
+            return  # ``if multi_class:`` where every call passes a flag the run sets False: no run pairs them
+        super().report(node, **fields)
+
     def visit_call(self, node: nodes.Call) -> None:
         if not node.args and not node.keywords:
             return

@@ -100,7 +100,23 @@ def _off(flag: nodes.NodeNG) -> bool:
     values = _file_values(flag)
     if not values or not all(_off_value(value, name) for value in values):
         return False
-    return _project_leaves_off(flag.root(), name)
+    return _project_leaves_off(flag.root(), name, _called_here_only(flag))
+
+
+def _called_here_only(flag: nodes.NodeNG) -> bool:
+    """``flag`` is a parameter of a function that no other module of the project calls: its values
+    are those the file's call sites pass (``_passed_values``), and a parameter of that name elsewhere
+    in the project is another function's."""
+    if not isinstance(flag, nodes.Name):
+        return False
+    try:
+        _, bindings = flag.lookup(flag.name)
+    except (AstroidError, RecursionError):
+        return False
+    if len(bindings) != 1 or not isinstance(bindings[0].parent, nodes.Arguments):
+        return False
+    function = bindings[0].parent.parent
+    return isinstance(function, nodes.FunctionDef) and project.external_calls(function) == []
 
 
 def _file_values(flag: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
@@ -114,7 +130,27 @@ def _file_values(flag: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
         for binding in bindings:
             if isinstance(binding.scope(), nodes.Module) and static_values.rewritten_later(binding):
                 return None
+        if len(bindings) == 1 and isinstance(bindings[0].parent, nodes.Arguments):
+            return _passed_values(flag)  # a parameter: what every call site of the file passes
     return dataflow.assigned_values(flag)
+
+
+def _passed_values(parameter: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+    """What the call sites pass for ``parameter`` (``infer.bound_values``), a name passed on read
+    through its own plain assignments (``multi_class = False`` in the caller, passed at each call)."""
+    values = infer.bound_values(parameter)
+    if not values:
+        return None
+    found: List[nodes.NodeNG] = []
+    for value in values:
+        if isinstance(value, nodes.Name):
+            inner = dataflow.assigned_values(value)
+            if not inner:
+                return None
+            found.extend(inner)
+        else:
+            found.append(value)
+    return found
 
 
 def _off_value(value: nodes.NodeNG, name: str) -> bool:
@@ -169,21 +205,23 @@ def _collect(expr: nodes.NodeNG, depth: int, found: List[nodes.NodeNG], hops: in
 # ------------------------------------------------------------------------------ the project
 
 
-_PROJECT: "Dict[Tuple[str, str], bool]" = memo.per_file()
+_PROJECT: "Dict[Tuple[str, str, bool], bool]" = memo.per_file()
 
 
-def _project_leaves_off(module: nodes.Module, name: str) -> bool:
+def _project_leaves_off(module: nodes.Module, name: str, parameters_known: bool = False) -> bool:
+    """No file of the project stores anything but an off value under ``name``; with
+    ``parameters_known``, a parameter of that name does not count (its call sites were read)."""
     path = getattr(module, "file", None)
     if not path or not os.path.isfile(str(path)):
         return False  # source not on disk (standard input): the project cannot be read
     root = project_root(str(path))
-    key = (root, name)
+    key = (root, name, parameters_known)
     if key not in _PROJECT:
-        _PROJECT[key] = _stores_only_off(root, name)
+        _PROJECT[key] = _stores_only_off(root, name, parameters_known)
     return _PROJECT[key]
 
 
-def _stores_only_off(root: str, name: str) -> bool:
+def _stores_only_off(root: str, name: str, parameters_known: bool = False) -> bool:
     word = re.compile(r"\b(?:{}|{})\b".format(re.escape(name), re.escape(name.replace("_", "-"))))
     literal_seen = False
     for path in project_files(root):
@@ -198,14 +236,14 @@ def _stores_only_off(root: str, name: str) -> bool:
             continue
         if not path.endswith(".py"):
             return False  # a configuration file names it: a run may turn it on
-        verdict = _stores_in(text, name)
+        verdict = _stores_in(text, name, parameters_known)
         if verdict is None:
             return False
         literal_seen = literal_seen or verdict
     return literal_seen
 
 
-def _stores_in(text: str, name: str) -> Optional[bool]:
+def _stores_in(text: str, name: str, parameters_known: bool = False) -> Optional[bool]:
     """None when the source may set ``name`` to something other than off; else whether it
     stores a false literal under it."""
     try:
@@ -222,7 +260,7 @@ def _stores_in(text: str, name: str) -> Optional[bool]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if node.value.lstrip("-") in (name, dashed):
                 return None  # ``setattr(o, "debug", ...)``, ``{"debug": ...}``, ``--debug``
-        elif isinstance(node, ast.arg) and node.arg == name:
+        elif isinstance(node, ast.arg) and node.arg == name and not parameters_known:
             return None
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             return None

@@ -335,6 +335,9 @@ def header_bound(iterable: nodes.NodeNG) -> Optional[int]:
             break  # which argument is the iterable asked about is not known here
         iterable = iterable.args[0]
     else:
+        if isinstance(iterable, nodes.Name):  # ``enumerate(prompts)``, ``prompts`` bound once to a literal
+            values = dataflow.assigned_values(iterable)
+            iterable = values[0] if values and len(values) == 1 else iterable
         length = _literal_length(iterable)
         if length is not None:
             bound = length if bound is None else min(bound, length)

@@ -146,6 +146,8 @@ class ExternalCall(NamedTuple):
     #: (method name, number of targets) of each ``a, b, c = x.name(...)`` in the loops around the call
     #: (``obs, reward, done, info = env.step(action)``): what those loops step, read by the torch layer.
     loop_unpacks: FrozenSet[Tuple[str, int]] = frozenset()
+    #: The function making the call also calls ``.backward(...)`` (the result may feed a loss).
+    trains: bool = False
 
 
 def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
@@ -180,12 +182,16 @@ def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
     return found
 
 
+_IndexedCall = Tuple[int, bool, str, bool, FrozenSet[Tuple[str, int]], bool]
+
+
 class _Index(NamedTuple):
     """What ``external_calls`` reads of a module: its imports and its calls by the callee's last name."""
 
     imports: List[Tuple[str, str, str]]  #: (module's last part, imported name, local name); "" name for ``import m``
-    #: name -> (line, attribute call, receiver, grad off, the unpacked method calls of the loops around it)
-    calls: Dict[str, List[Tuple[int, bool, str, bool, FrozenSet[Tuple[str, int]]]]]
+    #: name -> (line, attribute call, receiver, grad off, the unpacked method calls of the loops around it,
+    #: the calling function runs a backward)
+    calls: Dict[str, List["_IndexedCall"]]
 
 
 _INDEXES: "Dict[str, Tuple[str, Optional[_Index]]]" = {}
@@ -202,8 +208,9 @@ def _index(path: str, text: str) -> Optional[_Index]:
         return None
     imports: List[Tuple[str, str, str]] = []
     parents: Dict[ast.AST, ast.AST] = {}
-    calls: Dict[str, List[Tuple[int, bool, str, bool, FrozenSet[Tuple[str, int]]]]] = {}
+    calls: Dict[str, List[_IndexedCall]] = {}
     unpacks: Dict[int, FrozenSet[Tuple[str, int]]] = {}
+    backwards: Dict[int, bool] = {}
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
             parents[child] = parent
@@ -218,12 +225,13 @@ def _index(path: str, text: str) -> Optional[_Index]:
             callee = node.func
             if isinstance(callee, ast.Name):
                 calls.setdefault(callee.id, []).append(
-                    (node.lineno, False, "", _grad_off(node, parents), _loop_unpacks(node, parents, unpacks))
+                    (node.lineno, False, "", _grad_off(node, parents), _loop_unpacks(node, parents, unpacks),
+                     _caller_backwards(node, parents, backwards))
                 )
             elif isinstance(callee, ast.Attribute):
                 calls.setdefault(callee.attr, []).append(
                     (node.lineno, True, _dotted(callee.value), _grad_off(node, parents),
-                     _loop_unpacks(node, parents, unpacks))
+                     _loop_unpacks(node, parents, unpacks), _caller_backwards(node, parents, backwards))
                 )
     index = _Index(imports, calls)
     _INDEXES[path] = (text, index)
@@ -235,7 +243,7 @@ def _calls_in(index: _Index, path: str, name: str, stem: str, method: bool) -> L
     modules = {local for module, imported, local in index.imports if (imported or module) == stem and not imported}
     modules |= {local for module, imported, local in index.imports if imported == stem}
     found: List[ExternalCall] = []
-    for line, attribute, receiver, grad_off, loop_unpacks in _index_calls(index, name, local_names):
+    for line, attribute, receiver, grad_off, loop_unpacks, trains in _index_calls(index, name, local_names):
         if method:
             hit = attribute
         elif attribute:
@@ -243,7 +251,7 @@ def _calls_in(index: _Index, path: str, name: str, stem: str, method: bool) -> L
         else:
             hit = True
         if hit:
-            found.append(ExternalCall(path, line, grad_off, loop_unpacks))
+            found.append(ExternalCall(path, line, grad_off, loop_unpacks, trains))
     return found
 
 
@@ -269,9 +277,22 @@ def _loop_unpacks(
     return frozenset(found)
 
 
-def _index_calls(
-    index: _Index, name: str, local_names: "set[str]"
-) -> List[Tuple[int, bool, str, bool, FrozenSet[Tuple[str, int]]]]:
+def _caller_backwards(node: ast.AST, parents: Dict[ast.AST, ast.AST], cache: Dict[int, bool]) -> bool:
+    """The function around ``node`` calls ``<x>.backward(...)``."""
+    current = parents.get(node)
+    while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        current = parents.get(current)
+    if current is None:
+        return False
+    if id(current) not in cache:
+        cache[id(current)] = any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+            for n in ast.walk(current)
+        )
+    return cache[id(current)]
+
+
+def _index_calls(index: _Index, name: str, local_names: "set[str]") -> List[_IndexedCall]:
     """The calls of ``name`` as an attribute or a plain name, and of the local names it was imported as."""
     found = [c for c in index.calls.get(name, []) if c[1]]
     for local in local_names:

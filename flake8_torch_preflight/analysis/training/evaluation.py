@@ -41,6 +41,11 @@ EVAL_FUNCTION_WORDS = frozenset(
      "prediction", "predictions", "infer", "inference"}
 )
 
+#: Objects that an evaluation word applied to names a quantity of the training loss, not an evaluation:
+#: ``evaluate_actions(obs, actions)`` gives the log-probabilities and values a policy-gradient loss is
+#: made of (the actor-critic policies of stable-baselines3 and their descendants).
+TRAINING_QUANTITY_WORDS = frozenset({"action", "actions"})
+
 #: "test" alone names an evaluation only for a function with a loop (``def test(): y = net(x)`` in a
 #: model file, or a pytest function, is a smoke test).
 TEST_WORDS = frozenset({"test", "testing"})
@@ -266,8 +271,9 @@ def _words(name: str) -> List[str]:
 def eval_named(func: nodes.FunctionDef) -> bool:
     if pytest_function(func):
         return False  # the name says what is tested (``test_inference_mode_...``), not that it evaluates
-    words = set(_words(func.name)) & EVAL_FUNCTION_WORDS
-    if not words:
+    all_words = set(_words(func.name))
+    words = all_words & EVAL_FUNCTION_WORDS
+    if not words or all_words & TRAINING_QUANTITY_WORDS:
         return False
     if words <= TEST_WORDS and next(func.nodes_of_class((nodes.For, nodes.While)), None) is None:
         return False  # a pytest function or a model file's shape smoke test, not an evaluation loop
@@ -645,19 +651,29 @@ def _made_in_place(expr: nodes.NodeNG) -> bool:
     )
 
 
-def model_file_check(call: nodes.Call) -> bool:
-    """A forward on a dummy input (``dummy_input``) in the ``__main__`` block of a file that defines a
-    module class and trains nothing: the model file's own smoke or speed check, not an evaluation."""
+def speed_check(call: nodes.Call) -> bool:
+    """The forward is a speed or smoke check in a file that trains nothing, not an evaluation: on a
+    dummy input (``dummy_input``) in the ``__main__`` block of a file that defines a module class (the
+    model file's own check), or with its output never read (``discarded``) on a dummy input or in a
+    function that reads a clock (``t1 = time.time(); y = net(x); t2 = time.time()``, and its warm-up loop)."""
     from . import entrypoint  # entrypoint imports this module
 
     module = call.root()
-    if not dummy_input(call) or training_step.file_trains(module):
+    if training_step.file_trains(module):
         return False
-    guard = next((s for s in module.body if entrypoint.is_main_guard(s) and loops.inside(call, s)), None)
-    if guard is None:
+    made_up = dummy_input(call)
+    if made_up and any(entrypoint.is_main_guard(s) and loops.inside(call, s) for s in module.body):
+        if any(param_count.is_module_class(k) for k in module.body if isinstance(k, nodes.ClassDef)):
+            return True
+    if not discarded(call):
         return False
+    if made_up:
+        return True
+    scope = loops.enclosing_function(call) or module  # the timed loop and its warm-up loop
     return any(
-        param_count.is_module_class(klass) for klass in module.body if isinstance(klass, nodes.ClassDef)
+        (infer.dotted_name(c.func) or "") in entrypoint.CLOCKS
+        for c in scope.nodes_of_class(nodes.Call)
+        if isinstance(c.func, (nodes.Name, nodes.Attribute))
     )
 
 
