@@ -152,6 +152,8 @@ def _readable_callee(call: nodes.Call) -> bool:
 def _call_kind(call: nodes.Call, name: Optional[str], tracer: origins.Tracer) -> Optional[origins.Origin]:
     """Softmax-family functions and methods, and ``log`` of a softmax."""
     if name is None and infer.method_name(call) in TENSOR_METHODS:
+        if isinstance(infer.safe_infer(call.func.expr), nodes.Module):  # type: ignore[union-attr]
+            return None  # ``nn.softmax(x)``: a module's function that does not exist, not a tensor's method
         # ``out.softmax(-1)`` on a value inference cannot follow (a model's output):
         # only tensors have these methods.
         name = "torch.Tensor." + str(infer.method_name(call))

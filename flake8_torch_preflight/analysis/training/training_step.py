@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Set, Union
 from astroid import nodes
 
 from . import frameworks, gradients
-from ..semantic import infer, loops, memo
+from ..semantic import dataflow, infer, loops, memo, static_values
 from .torch_names import GRAD_SCALERS, OPTIMIZER_BASES
 
 #: Comprehension node types: each evaluates its element once per item.
@@ -196,15 +196,43 @@ def per_element_loop(node: nodes.NodeNG, depth: int = 1, per_step: bool = False)
 
 def is_rare_branch(branch: nodes.If) -> bool:
     """A periodic logging branch: its test takes a modulo (``step % 100 == 0``,
-    ``not i % args.log_every``) and its body makes no step call (an accumulation branch
-    ``if (i + 1) % accum == 0: optimizer.step()`` runs every optimizer step: not rare)."""
-    if not any(op.op == "%" for op in branch.test.nodes_of_class(nodes.BinOp)):
+    ``not i % args.log_every``), or caps a list its body fills (``if len(examples) < 5:`` around
+    ``examples.append(...)``: a few times in a run); and its body makes no step call (an
+    accumulation branch ``if (i + 1) % accum == 0: optimizer.step()`` runs every optimizer step: not rare)."""
+    if not any(op.op == "%" for op in branch.test.nodes_of_class(nodes.BinOp)) and not _caps_a_list(branch):
         return False
     for stmt in branch.body:
         for call in infer.iter_calls(stmt):
             if infer.method_name(call) in ("backward", "step") and is_step_call(call):
                 return False
     return True
+
+
+#: The most items ``_caps_a_list`` allows a capped list: a handful of examples kept for a figure.
+FEW_KEPT = 16
+
+
+def _caps_a_list(branch: nodes.If) -> bool:
+    """``branch``'s test (or an operand of its ``and``) is ``len(x) < N`` with N fixed and at most
+    ``FEW_KEPT``, and its body appends to ``x``: the body runs until x holds N items, then never."""
+    test = branch.test
+    operands = test.values if isinstance(test, nodes.BoolOp) and test.op == "and" else [test]
+    for operand in operands:
+        if not (isinstance(operand, nodes.Compare) and len(operand.ops) == 1 and operand.ops[0][0] in ("<", "<=")):
+            continue
+        left, right = operand.left, operand.ops[0][1]
+        if not (isinstance(left, nodes.Call) and infer.call_name(left) == "len" and len(left.args) == 1):
+            continue
+        limit = static_values.int_value(right)
+        if limit is None or limit.value > FEW_KEPT:
+            continue
+        kept = dataflow.binding_text(left.args[0])
+        if any(
+            infer.method_name(c) == "append" and dataflow.binding_text(c.func.expr) == kept  # type: ignore[union-attr]
+            for stmt in branch.body for c in stmt.nodes_of_class(nodes.Call)
+        ):
+            return True
+    return False
 
 
 def file_trains(module: nodes.Module) -> bool:

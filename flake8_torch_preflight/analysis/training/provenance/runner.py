@@ -400,6 +400,11 @@ class _Runner:
         elif isinstance(target, nodes.Subscript):
             self.expr(target.value, env)
             self.expr(target.slice, env)
+            if isinstance(target.slice, nodes.Const) and isinstance(target.slice.value, str):
+                # ``best['loss'] = avg_loss``: the dict holds it too, and under that key only, so that
+                # ``best['epoch']`` read later stays the int it was (a display's per-key records)
+                prov = Prov(prov.sources, prov.maybe, prov.params, prov.deps, prov.leaf, prov.stopped, None,
+                            ((target.slice.value, prov),))
             self.mutate(target.value, prov, env)
 
     def mutate(self, container: nodes.NodeNG, prov: Prov, env: _Env) -> None:
