@@ -82,6 +82,8 @@ class SyncInHotLoop(Rule):
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__(ctx)
         self._helpers: Set[int] = set()
+        #: (element loop, statement line) already reported: two syncs of one statement are one fix.
+        self._statements: Set[Tuple[int, int]] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
         name = infer.call_name(node)
@@ -100,6 +102,10 @@ class SyncInHotLoop(Rule):
             return
         if branches.reached_only_when_off(node):
             return  # ``if self.debug_mode:`` with the flag off wherever the project sets it
+        statement = (id(loop), node.statement().lineno)
+        if statement in self._statements:
+            return  # ``uniform_(-eps[j].item(), eps[j].item())``: one statement, one fix, one finding
+        self._statements.add(statement)
         self.report(node, sync=sync, loop=_loop_text(loop))
 
     def _check_helper(self, node: nodes.Call) -> None:

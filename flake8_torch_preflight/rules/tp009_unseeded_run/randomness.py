@@ -698,7 +698,7 @@ def _builds_optimizer(call: nodes.Call) -> bool:
 
 def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:
     """Name-based fallback for functions that are not read: one named ``*seed*``, or handed a seed
-    (``seed=...``, ``setup(args.seed)``), is taken to seed every generator."""
+    (``seed=...``, ``setup(args.seed)``, ``set_randomness(config["seed"])``), is taken to seed every generator."""
     named = "seed" in last.lower()
     if named or any("seed" in (kw.arg or "").lower() for kw in call.keywords or ()):
         if _clock_seed(call):
@@ -709,6 +709,8 @@ def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:
         if isinstance(value, nodes.Starred):
             value = value.value
         name = dataflow.terminal_name(value)
+        if isinstance(value, nodes.Subscript) and isinstance(value.slice, nodes.Const):
+            name = str(value.slice.value)  # ``zero.set_randomness(args["seed"])``
         if name is not None and "seed" in name.lower():
             return _handed_seed()
     return None
