@@ -128,6 +128,39 @@ def _self_attr_values(attr: nodes.Attribute) -> Optional[List[nodes.NodeNG]]:
     return values or None
 
 
+def branch_values(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+    """The values of ``name`` when the statement before its use (in its block or an enclosing one,
+    within the function) is an ``if``/``else`` whose two arms both end by assigning it plainly
+    (``if cuda: x = Variable(x.cuda(), volatile=True) else: x = Variable(x, volatile=True)``): what
+    was bound before (a loop target) no longer reaches.  None otherwise."""
+    node: nodes.NodeNG = name.statement()
+    while node is not None and not isinstance(node, (nodes.FunctionDef, nodes.Module, nodes.ClassDef, nodes.Lambda)):
+        previous = node.previous_sibling()
+        while previous is not None:
+            if isinstance(previous, nodes.If) and previous.orelse:
+                arms = [_last_assignment(previous.body, name.name), _last_assignment(previous.orelse, name.name)]
+                if all(arm is not None for arm in arms):
+                    return arms  # type: ignore[return-value]
+            if any(n.name == name.name for n in previous.nodes_of_class(nodes.AssignName)):
+                return None  # bound again otherwise in between
+            previous = previous.previous_sibling()
+        node = node.parent
+    return None
+
+
+def _last_assignment(block: List[nodes.NodeNG], name: str) -> Optional[nodes.NodeNG]:
+    """The value of the last statement of ``block`` that binds ``name`` plainly (``x = value``) at its
+    top level, when no later statement of the block binds it."""
+    for statement in reversed(block):
+        if isinstance(statement, nodes.Assign) and any(
+            isinstance(t, nodes.AssignName) and t.name == name for t in statement.targets
+        ):
+            return statement.value if len(statement.targets) == 1 else None
+        if any(n.name == name for n in statement.nodes_of_class(nodes.AssignName)):
+            return None
+    return None
+
+
 def assigned_name(value: nodes.NodeNG) -> Optional[nodes.AssignName]:
     """The one plain name ``value`` is assigned to (``x = value``), or None."""
     parent = value.parent

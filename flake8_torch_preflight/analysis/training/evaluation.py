@@ -717,10 +717,11 @@ def _volatile_variable(expr: nodes.NodeNG) -> bool:
 def _always(expr: nodes.NodeNG, made: Callable[[nodes.NodeNG], bool], hops: int = 3) -> bool:
     """``made`` holds for ``expr`` once moves and casts are stripped (``torch.ones(...).cuda()``),
     inline or for every assignment reaching a name, unpacked literal tuples included
-    (``x = torch.rand(...)`` then ``if use_gpu: x = x.cuda()``; ``x, y = Variable(x, ...), y``)."""
+    (``x = torch.rand(...)`` then ``if use_gpu: x = x.cuda()``; ``x, y = Variable(x, ...), y``), or
+    both arms of an ``if``/``else`` that rebinds a loop target (``dataflow.branch_values``)."""
     expr = _unmoved(expr)
     if isinstance(expr, nodes.Name) and hops > 0:
-        values = dataflow.assigned_values(expr, unpack=True)
+        values = dataflow.assigned_values(expr, unpack=True) or dataflow.branch_values(expr)
         others = [v for v in values or () if not _moves_name(v, expr.name)]
         if others:  # ``x = x.cuda()`` moves one of the other values reaching here: those decide
             values = others
