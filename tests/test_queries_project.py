@@ -305,8 +305,9 @@ def test_calls_in_a_simulator_loop_of_another_module(tmp_path: Path) -> None:
 
 
 def test_absolute_import_from_the_root_of_a_nested_package(tmp_path: Path) -> None:
-    """``from pkg.fid.inception import Net`` in ``pkg/fid/score.py``, whose folder holds its own
-    ``requirements.txt``: resolved from the repository's root, the outer marked folder."""
+    """``from pkg.fid.inception import Net`` in ``pkg/fid/score.py`` (a module of the file's own folder
+    named by its full path), even with a ``requirements.txt`` of its own in that folder: resolved from
+    the repository's root, the outer marked folder."""
     from flake8_torch_preflight.analysis.setup import brain
 
     root = _project(tmp_path, {
@@ -314,7 +315,7 @@ def test_absolute_import_from_the_root_of_a_nested_package(tmp_path: Path) -> No
         "pkg/fid/inception.py": "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    pass\n",
         "pkg/fid/score.py": "from pkg.fid.inception import Net\n\nmodel = Net()\n",
     }, marker=".git")
-    assert project.marked_roots(str(root / "pkg/fid")) == [str(root / "pkg/fid"), str(root)]
+    assert project.marked_roots(str(root / "pkg/fid")) == (str(root / "pkg/fid"), str(root))
     path = root / "pkg/fid/score.py"
     brain.begin_file(str(path))
     try:

@@ -107,16 +107,17 @@ def _called_here_only(flag: nodes.NodeNG) -> bool:
     """``flag`` is a parameter of a function that no other module of the project calls: its values
     are those the file's call sites pass (``_passed_values``), and a parameter of that name elsewhere
     in the project is another function's."""
-    if not isinstance(flag, nodes.Name):
-        return False
-    try:
-        _, bindings = flag.lookup(flag.name)
-    except (AstroidError, RecursionError):
-        return False
-    if len(bindings) != 1 or not isinstance(bindings[0].parent, nodes.Arguments):
-        return False
-    function = bindings[0].parent.parent
-    return isinstance(function, nodes.FunctionDef) and project.external_calls(function) == []
+    function = _parameter_of(flag)
+    return function is not None and project.external_calls(function) == []
+
+
+def _parameter_of(flag: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
+    """The function whose parameter ``flag`` is (its one binding where it is read), or None."""
+    binding = dataflow.single_binding(flag) if isinstance(flag, nodes.Name) else None
+    if binding is None or not isinstance(binding.parent, nodes.Arguments):
+        return None
+    function = binding.parent.parent
+    return function if isinstance(function, nodes.FunctionDef) else None
 
 
 def _file_values(flag: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
@@ -130,7 +131,7 @@ def _file_values(flag: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
         for binding in bindings:
             if isinstance(binding.scope(), nodes.Module) and static_values.rewritten_later(binding):
                 return None
-        if len(bindings) == 1 and isinstance(bindings[0].parent, nodes.Arguments):
+        if _parameter_of(flag) is not None:
             return _passed_values(flag)  # a parameter: what every call site of the file passes
     return dataflow.assigned_values(flag)
 

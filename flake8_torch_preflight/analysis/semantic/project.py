@@ -9,6 +9,7 @@ file, and whether autograd is off at each of those calls.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import sys
@@ -54,9 +55,11 @@ def marked_root(path: str) -> Optional[str]:
     return None
 
 
-def marked_roots(folder: str) -> List[str]:
+@functools.lru_cache(maxsize=1024)
+def marked_roots(folder: str) -> Tuple[str, ...]:
     """Every folder holding a ``ROOT_MARKERS`` file among ``folder`` and the ``MAX_ROOT_LEVELS - 1``
-    above it, nearest first (a nested ``setup.py`` or ``requirements.txt`` and the repository's root)."""
+    above it, nearest first (a nested ``setup.py`` or ``requirements.txt`` and the repository's root);
+    kept for the process, like the file listing (a lint run sees one state of the tree)."""
     found: List[str] = []
     candidate = os.path.abspath(folder)
     for _ in range(MAX_ROOT_LEVELS):
@@ -66,7 +69,7 @@ def marked_roots(folder: str) -> List[str]:
         if above == candidate:
             break
         candidate = above
-    return found
+    return tuple(found)
 
 
 _FILES: "Dict[str, Tuple[List[str], bool]]" = {}
@@ -101,6 +104,7 @@ def forget() -> None:
     _INDEXES.clear()
     _MISSING.clear()
     _DEFINED.clear()
+    marked_roots.cache_clear()
 
 
 #: Files that make the project an installable package: its classes are an API that code outside it may call.

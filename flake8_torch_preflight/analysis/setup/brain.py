@@ -208,17 +208,21 @@ def _locate(modname: str, context_dir: str) -> Tuple[Optional[bool], str]:
 
 
 def _import_base(modname: str, context_dir: str) -> str:
-    """Where an absolute import of ``modname`` is resolved: the importing file's folder, or, when the
-    module is not found there, the nearest folder above it holding a project root marker that has it
-    (``from trainer.utils.fid.inception import InceptionV3`` in ``trainer/utils/fid/score.py``, run from
-    the repository's root as ``python -m``)."""
+    """Where an absolute import of ``modname`` is resolved: the importing file's folder, or, for a
+    module of that same folder named by its full path from a marked folder above it (``from
+    trainer.utils.fid.inception import InceptionV3`` in ``trainer/utils/fid/score.py``, run from the
+    repository's root), that marked folder.  Other imports from the root are not followed this way:
+    reading every package module a file imports costs more than the per-file budget allows."""
     if not context_dir or "." in modname[:1] or _locate(modname, context_dir)[1]:
         return context_dir
     if _locate(modname, context_dir)[0] is None:
         return context_dir  # a standard-library module read from its stub
     for root in project.marked_roots(context_dir):
-        if root != context_dir and _locate(modname, root)[1]:
-            return root
+        if root == context_dir or not _below(context_dir, root):
+            continue
+        package = os.path.relpath(context_dir, root).replace(os.sep, ".")
+        if modname.startswith(package + ".") and "." not in modname[len(package) + 1:]:
+            return root if _locate(modname, root)[1] else context_dir
     return context_dir
 
 
