@@ -41,6 +41,9 @@ class Rule:
     #: Text a file must contain for the rule to look at it at all (a cheap gate
     #: before any astroid work); None = every torch file.
     requires: ClassVar[Optional[Pattern[str]]] = None
+    #: A finding inside a branch no run takes (``analysis.semantic.branches.reached_only_when_off``:
+    #: ``if multi_class:`` where every call passes a flag the run fixes False) is not recorded.
+    skips_branches_not_taken: ClassVar[bool] = False
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx
@@ -56,6 +59,11 @@ class Rule:
 
         if evaluation.in_unit_test(node) or not evaluation.shipped_module(node.root()):
             return  # a test, a scratch copy, a file that cannot import: the project's policy for every code
+        if self.skips_branches_not_taken:
+            from ..analysis.semantic import branches
+
+            if branches.reached_only_when_off(node):
+                return
         text = fit_message(self.message, fields, self.quoted)
         line = getattr(node, "lineno", None) or 1
         col = getattr(node, "col_offset", None) or 0

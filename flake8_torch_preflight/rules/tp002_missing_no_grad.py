@@ -7,7 +7,7 @@ from astroid import nodes
 
 from ..analysis.semantic import dataflow, infer, loops, project
 from ..analysis.setup import brain
-from ..analysis.training import device, entrypoint, evaluation, param_count, provenance, training_step
+from ..analysis.training import device, entrypoint, evaluation, gradients, param_count, provenance, training_step
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
@@ -421,9 +421,9 @@ FEW_FIXED_ITEMS = 16
 
 
 def _few_fixed_items(call: nodes.Call) -> bool:
-    """Every loop around ``call`` iterates a few items fixed in the source (``loops.iteration_bound``)."""
+    """Every loop around ``call`` iterates a few items fixed in its header (``loops.few_fixed_items``)."""
     around = loops.enclosing_loops(call)
-    return bool(around) and all(loops.iteration_bound(loop, FEW_FIXED_ITEMS) is not None for loop in around)
+    return bool(around) and all(loops.few_fixed_items(loop, FEW_FIXED_ITEMS) for loop in around)
 
 
 def _function_runs_once(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
@@ -466,7 +466,7 @@ def _makes_loss(site: nodes.Call) -> bool:
             continue
         loss = dataflow.assigned_name(call)
         if loss is not None and any(
-            isinstance(read.parent, nodes.Attribute) and read.parent.attrname == "backward"
+            isinstance(read.parent, nodes.Attribute) and gradients.is_backward(read.parent.parent)
             for read in dataflow.name_uses(loss)
         ):
             return True

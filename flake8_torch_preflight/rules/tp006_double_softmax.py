@@ -13,7 +13,7 @@ from typing import Optional
 from astroid import nodes
 
 from ..analysis.setup import brain
-from ..analysis.semantic import branches, infer
+from ..analysis.semantic import infer
 from ..analysis.training import origins
 from ..analysis.training.torch_names import (
     CROSS_ENTROPY_CLASSES, LOG_SOFTMAX_FUNCTIONS, LOG_SOFTMAX_LOSSES, SOFTMAX_FUNCTIONS, SOFTMAX_LAYERS,
@@ -44,6 +44,7 @@ MODULE_KEYWORDS = frozenset({"module", "model"})
 @register
 class DoubleSoftmax(Rule):
     code, slug = "TP006", "double-softmax"
+    skips_branches_not_taken = True  # ``if multi_class:`` with the flag False in every run: no run pairs them
     requires = text_gate(r"(?i)softmax")
     message = "{what} into {loss} applies log_softmax twice: a worse model; pass raw logits"
     quoted = ("what",)
@@ -77,11 +78,6 @@ class DoubleSoftmax(Rule):
         loss = criterion(logits, labels)
         probs = F.softmax(logits, dim=1)  # for predictions and metrics only
     """
-
-    def report(self, node: nodes.NodeNG, **fields: object) -> None:
-        if branches.reached_only_when_off(node):
-            return  # ``if multi_class:`` where every call passes a flag the run sets False: no run pairs them
-        super().report(node, **fields)
 
     def visit_call(self, node: nodes.Call) -> None:
         if not node.args and not node.keywords:

@@ -76,6 +76,7 @@ _MESSAGES = {
 @register
 class BcePairing(Rule):
     code, slug = "TP007", "bce-pairing"
+    skips_branches_not_taken = True  # ``if multi_class:`` with the flag False in every run: no run pairs them
     requires = text_gate(r"BCE|binary_cross_entropy")
     message = "{what} into {loss} {cost}; {fix}"
     quoted = ("what",)
@@ -115,11 +116,6 @@ class BcePairing(Rule):
         loss = criterion(logits, targets)
         accuracy = ((torch.sigmoid(logits) > 0.5) == targets).float().mean()
     """
-
-    def report(self, node: nodes.NodeNG, **fields: object) -> None:
-        if branches.reached_only_when_off(node):
-            return  # ``if multi_class:`` where every call passes a flag the run sets False: no run pairs them
-        super().report(node, **fields)
 
     def visit_call(self, node: nodes.Call) -> None:
         if not node.args and not node.keywords:

@@ -173,11 +173,7 @@ MAX_FIXED_ITEMS = 8
 
 
 def _few_fixed_items(loop: training_step.Element) -> bool:
-    if isinstance(loop, nodes.While):
-        return False
-    iterable = loop.iter if isinstance(loop, nodes.For) else loop.generators[0].iter
-    bound = loops.header_bound(iterable)
-    return bound is not None and bound <= MAX_FIXED_ITEMS
+    return loops.few_fixed_items(loop, MAX_FIXED_ITEMS)
 
 
 def _batch_loop(loop: training_step.Element) -> bool:

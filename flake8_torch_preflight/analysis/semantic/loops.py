@@ -298,6 +298,20 @@ def iteration_bound(loop: Loop, limit: int) -> Optional[int]:
     return found if found is not None and found <= limit else None
 
 
+#: A loop or a comprehension (whose first generator is its header).
+Element = Union[Loop, nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp]
+
+
+def few_fixed_items(loop: Element, limit: int) -> bool:
+    """``loop`` (a ``for``, or a comprehension's first generator) takes at most ``limit`` items, fixed in
+    its header (``header_bound``: ``range(3)``, a literal, a name bound once to one); a ``while`` never."""
+    if isinstance(loop, nodes.While):
+        return False
+    iterable = loop.iter if isinstance(loop, nodes.For) else loop.generators[0].iter  # type: ignore[union-attr]
+    bound = header_bound(iterable)
+    return bound is not None and bound <= limit
+
+
 def header_bound(iterable: nodes.NodeNG) -> Optional[int]:
     """The most items a loop or comprehension header's iterable yields, when the source fixes it:
     ``range(k)`` with fixed bounds, a literal list, tuple, set or dict (no unpacking in it), ``islice``

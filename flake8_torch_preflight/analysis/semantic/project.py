@@ -44,15 +44,8 @@ def project_root(path: str) -> str:
 def marked_root(path: str) -> Optional[str]:
     """The nearest folder holding a ``ROOT_MARKERS`` file, among the file's folder and the
     ``MAX_ROOT_LEVELS - 1`` above it; None when there is none."""
-    candidate = os.path.dirname(os.path.abspath(path))
-    for _ in range(MAX_ROOT_LEVELS):
-        if any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS):
-            return candidate
-        above = os.path.dirname(candidate)
-        if above == candidate:
-            break
-        candidate = above
-    return None
+    roots = marked_roots(os.path.dirname(os.path.abspath(path)))
+    return roots[0] if roots else None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -214,6 +214,22 @@ def _evaluate(expr: nodes.NodeNG, env: Env, depth: int) -> Optional[Resolved]:
     return None
 
 
+def literal_values(node: nodes.NodeNG) -> Optional[int]:
+    """How many values a literal written in the source holds (``[[0, 1], [1, 0]]``: 4; ``[0.0] * 4096``
+    repeats its list; ``-1`` is one), or None when something in it is not written out (a name, a call)."""
+    if isinstance(node, nodes.Const) or (isinstance(node, nodes.UnaryOp) and isinstance(node.operand, nodes.Const)):
+        return 1
+    if isinstance(node, (nodes.List, nodes.Tuple)):
+        counts = [literal_values(element) for element in node.elts]
+        return None if any(c is None for c in counts) else sum(counts)  # type: ignore[arg-type]
+    if isinstance(node, nodes.BinOp) and node.op == "*":
+        for literal, times in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(times, nodes.Const) and isinstance(times.value, int):
+                inner = literal_values(literal)
+                return None if inner is None else inner * times.value
+    return None
+
+
 def is_number(value: Any) -> bool:
     """An int or float value (not a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)

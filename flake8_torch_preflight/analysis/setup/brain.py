@@ -213,10 +213,11 @@ def _import_base(modname: str, context_dir: str) -> str:
     trainer.utils.fid.inception import InceptionV3`` in ``trainer/utils/fid/score.py``, run from the
     repository's root), that marked folder.  Other imports from the root are not followed this way:
     reading every package module a file imports costs more than the per-file budget allows."""
-    if not context_dir or "." in modname[:1] or _locate(modname, context_dir)[1]:
+    if not context_dir or modname.startswith("."):
         return context_dir
-    if _locate(modname, context_dir)[0] is None:
-        return context_dir  # a standard-library module read from its stub
+    outside, location = _locate(modname, context_dir)
+    if location or outside is None:
+        return context_dir  # found beside the file, or a standard-library module read from its stub
     for root in project.marked_roots(context_dir):
         if root == context_dir or not _below(context_dir, root):
             continue

@@ -28,7 +28,7 @@ from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from ..semantic import dataflow, infer, loops, memo
+from ..semantic import dataflow, infer, loops, memo, static_values
 from . import device, evaluation, frameworks, gradients, models
 from .torch_names import MODULE_BASES
 
@@ -571,10 +571,12 @@ def made_up_demo(calls: List[nodes.Call]) -> bool:
 
 
 def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None) -> bool:
-    """Every input ``expr`` (a loss) is computed from is a tensor a factory makes in the file
-    (``evaluation.dummy_input``'s factories: ``torch.randn``, ``torch.ones``...), and there is one:
-    names are followed through their assignments; modules, torch functions, tensor methods and custom
-    autograd ops compute from their arguments; a constant or a counter of a counting loop is no data.
+    """Every input ``expr`` (a loss) is computed from is made up in the file, and there is one: a
+    tensor a factory makes (``evaluation.dummy_input``'s: ``torch.randn``, ``torch.ones``...), a synthetic
+    generator or NumPy draw, a literal (``_synthetic``), a constant that is no keyword's option.  Names
+    are followed through their assignments (a call unpacked into several included); modules, torch
+    functions, tensor methods, custom autograd ops, ``PURE_BUILTINS`` and functions of the project that
+    read no data (``_computes_only``) compute from their arguments; a counter of a counting loop is no data.
     A parameter, a loop over anything else, a file's tensor (``torch.load``, ``reads_data``) or any other
     call (``env.step(action)``, ``next(batches)``, a helper) may bring data: False.  ``names`` collects
     the texts of the names and modules read on the way (what is trained)."""
@@ -607,10 +609,13 @@ SYNTHETIC_DATA = ("sklearn.datasets.make_",)
 NUMPY_DRAWS = frozenset(
     "numpy.random." + name for name in ("rand", "randn", "randint", "random", "normal", "uniform", "choice")
 )
-#: Nodes a literal of constants is made of.
-LITERAL_NODES = (nodes.Const, nodes.List, nodes.Tuple, nodes.UnaryOp)
 #: Builtins whose result is computed from their arguments only (``list(map(ord, "hello"))``).
 PURE_BUILTINS = frozenset({"list", "tuple", "map", "ord", "chr", "len", "range", "zip", "sorted", "float", "int"})
+
+
+def _pure_builtin(node: nodes.NodeNG) -> bool:
+    """``node`` names one of ``PURE_BUILTINS`` (resolved: not a rebinding of the name)."""
+    return isinstance(node, nodes.Name) and node.name in PURE_BUILTINS and infer.qname(node) == "builtins." + node.name
 
 
 def _synthetic(node: nodes.NodeNG) -> bool:
@@ -621,11 +626,11 @@ def _synthetic(node: nodes.NodeNG) -> bool:
     dotted = infer.dotted_name(node.func) or infer.callee_qname(node) or ""
     if dotted.startswith(SYNTHETIC_DATA) or dotted in NUMPY_DRAWS:
         return True
+    data = node.args[0] if len(node.args) == 1 else None
     return (
         dotted.startswith("torch.")
-        and len(node.args) == 1
-        and isinstance(node.args[0], (nodes.List, nodes.Tuple))
-        and all(isinstance(n, LITERAL_NODES) for n in node.args[0].get_children())
+        and isinstance(data, (nodes.List, nodes.Tuple))
+        and static_values.literal_values(data) is not None
     )
 
 
@@ -639,7 +644,7 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
         values = dataflow.assigned_values(node, unpack=True)
         if values:
             return list(values)
-        if node.name in PURE_BUILTINS and infer.qname(node) == "builtins." + node.name:
+        if _pure_builtin(node):
             return []  # ``map(ord, text)``: the function handed on
         unpacked = dataflow.unpacked_from_call(node)
         if unpacked is not None:
@@ -650,7 +655,7 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
             return None
         arguments = list(node.args) + [keyword.value for keyword in node.keywords or ()]
         func = node.func
-        if isinstance(func, nodes.Name) and func.name in PURE_BUILTINS and infer.qname(func) == "builtins." + func.name:
+        if _pure_builtin(func):
             return arguments
         helper = loops.local_helper(node)
         if helper is not None and isinstance(helper.parent, nodes.Module) and _computes_only(helper):
@@ -683,7 +688,7 @@ def _computes_only(func: nodes.FunctionDef, depth: int = COMPUTE_DEPTH) -> bool:
     computes its result from its arguments: it reads no data (``reads_data``, ``torch.load``), binds
     no global, and the functions of its module it calls (up to ``COMPUTE_DEPTH``) do the same
     (``get_data(input_size)`` building FizzBuzz pairs from ``range`` and arithmetic)."""
-    if any(isinstance(n, (nodes.Global, nodes.Nonlocal)) for n in func.nodes_of_class((nodes.Global, nodes.Nonlocal))):
+    if next(func.nodes_of_class((nodes.Global, nodes.Nonlocal)), None) is not None:
         return False
     for call in func.nodes_of_class(nodes.Call):
         if reads_data(call) or (infer.dotted_name(call.func) or "") in TORCH_READS:
@@ -738,7 +743,7 @@ def _own(scope: nodes.NodeNG, klass: type) -> List[nodes.NodeNG]:
 def _made_up_benchmark(scope: nodes.NodeNG) -> bool:
     own_calls: List[nodes.Call] = _own(scope, nodes.Call)  # type: ignore[assignment]
     backwards = [call for call in own_calls if infer.method_name(call) in TRAINING_METHODS]
-    if not backwards or not any(_probe(call) for call in own_calls):
+    if not backwards or not any(measures(call) for call in own_calls):
         return False
     if any(not counting_loop(loop) for call in backwards for loop in loops.enclosing_loops(call)):
         return False  # a loop over batches, a parameter, a list: data the caller chose
@@ -751,7 +756,8 @@ def _made_up_benchmark(scope: nodes.NodeNG) -> bool:
     return not _results_read(scope, forwards, backwards)
 
 
-def _probe(call: nodes.Call) -> bool:
+def measures(call: nodes.Call) -> bool:
+    """``call`` reads a clock or a memory probe, or builds a timing CUDA event: code around it is timed."""
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return False
     name = infer.dotted_name(call.func) or infer.callee_qname(call) or ""

@@ -472,17 +472,14 @@ def _dispatched(forward: nodes.FunctionDef, call: nodes.Call) -> nodes.FunctionD
 def _flag_value(method: nodes.FunctionDef, call: nodes.Call, name: str) -> Optional[object]:
     """The constant ``call`` binds to the parameter ``name`` of ``method`` (a keyword, a position after
     ``self``, or the parameter's default); None when it is not a constant."""
-    value: Optional[nodes.NodeNG] = next((k.value for k in call.keywords or () if k.arg == name), None)
-    if value is None:
-        names = [a.name for a in method.args.args or ()]
-        index = names.index(name) - 1 if name in names else -1
-        if 0 <= index < len(call.args) and not any(isinstance(a, nodes.Starred) for a in call.args[: index + 1]):
-            value = call.args[index]
-        elif not any(k.arg is None for k in call.keywords or ()):
-            try:
-                value = method.args.default_value(name)
-            except (AstroidError, LookupError):
-                value = None
+    positional = [a.name for a in method.args.args or ()][1:]  # after ``self``
+    value = infer.argument(call, name, positional.index(name) if name in positional else None)
+    unpacked = any(isinstance(a, nodes.Starred) for a in call.args) or any(k.arg is None for k in call.keywords or ())
+    if value is None and not unpacked:
+        try:
+            value = method.args.default_value(name)  # not passed (no ``*args``/``**kwargs`` that may hold it)
+        except (AstroidError, LookupError):
+            value = None
     return value.value if isinstance(value, nodes.Const) else None
 
 
@@ -670,11 +667,7 @@ def speed_check(call: nodes.Call) -> bool:
     if made_up:
         return True
     scope = loops.enclosing_function(call) or module  # the timed loop and its warm-up loop
-    return any(
-        (infer.dotted_name(c.func) or "") in entrypoint.CLOCKS
-        for c in scope.nodes_of_class(nodes.Call)
-        if isinstance(c.func, (nodes.Name, nodes.Attribute))
-    )
+    return any(entrypoint.measures(c) for c in scope.nodes_of_class(nodes.Call))
 
 
 def discarded(call: nodes.Call) -> bool:

@@ -15,7 +15,7 @@ optimisation step, what runs once per *element* inside a step, and which branche
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Union
+from typing import Dict, List, Optional, Set
 
 from astroid import nodes
 
@@ -41,7 +41,7 @@ MAX_HELPER_DEPTH = 2
 
 _SCOPES = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef, nodes.Module)
 
-Element = Union[nodes.For, nodes.While, nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp]
+Element = loops.Element
 
 _MEMO: "Dict[nodes.Module, Dict[object, bool]]" = memo.per_file()
 

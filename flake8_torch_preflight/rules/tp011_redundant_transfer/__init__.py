@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 from astroid import nodes
 
-from ...analysis.semantic import branches, dataflow, infer, loops, memo
+from ...analysis.semantic import branches, dataflow, infer, loops, memo, static_values
 from ...analysis.training import device, models, origins, param_count, training_step
 from . import invariance
 from ...analysis.training.torch_names import DATALOADERS, MODULE_BASES, VARIABLE
@@ -444,7 +444,7 @@ def _few_values(expr: nodes.NodeNG) -> bool:
         if isinstance(data, nodes.BinOp) and data.op == "*":  # ``[0] * args.batch_size``: a value per sample
             sides = (data.left, data.right)
             literal = next((side for side in sides if isinstance(side, (nodes.List, nodes.Tuple))), None)
-            count = _literal_values(literal) if literal is not None else None
+            count = static_values.literal_values(literal) if literal is not None else None
             return count is not None and count <= FEW_VALUES
         return isinstance(data, (nodes.List, nodes.Tuple)) and _plain_literal(data)
     if name in _ONE_DIMENSIONAL:
@@ -464,22 +464,6 @@ def _few_values(expr: nodes.NodeNG) -> bool:
         else:
             unknown += 1
     return (unknown == 0 and product <= SMALL_TENSOR) or (unknown == 1 and product <= FEW_VALUES)
-
-
-def _literal_values(node: nodes.NodeNG) -> Optional[int]:
-    """How many values a literal holds (``[0.0] * 4096`` repeats its list), or None when the source
-    does not write them all out."""
-    if isinstance(node, nodes.Const):
-        return 1
-    if isinstance(node, (nodes.List, nodes.Tuple)):
-        counts = [_literal_values(element) for element in node.elts]
-        return None if any(c is None for c in counts) else sum(counts)  # type: ignore[arg-type]
-    if isinstance(node, nodes.BinOp) and node.op == "*":
-        for literal, times in ((node.left, node.right), (node.right, node.left)):
-            if isinstance(times, nodes.Const) and isinstance(times.value, int):
-                inner = _literal_values(literal)
-                return None if inner is None else inner * times.value
-    return None
 
 
 def _plain_literal(data: nodes.NodeNG) -> bool:
