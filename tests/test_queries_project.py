@@ -282,7 +282,7 @@ AGENT = (
     "import torch\nimport torch.nn as nn\n\n\nclass Agent:\n    def __init__(self):\n"
     "        self.actor = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 2))\n"
     "        self.optimizer = torch.optim.Adam(self.actor.parameters(), lr=3e-4)\n\n"
-    "    def evaluate(self, s):\n        s = torch.tensor(s, dtype=torch.float).unsqueeze(0)\n"
+    "    def evaluate(self, s):\n        s = torch.as_tensor(s, dtype=torch.float)\n"
     "        return self.actor(s).detach().numpy().argmax()\n\n"
     "    def update(self, states, advantages):\n        loss = -(self.actor(states) * advantages).mean()\n"
     "        self.optimizer.zero_grad()\n        loss.backward()\n        self.optimizer.step()\n"

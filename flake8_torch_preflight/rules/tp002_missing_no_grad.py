@@ -28,7 +28,7 @@ class MissingNoGrad(Rule):
         r"|^[ \t]*(?:async[ \t]+)?def[ \t]+\w*(?:val|test|predict|infer)"
         r"|^[ \t]*(?:async[ \t]+)?for\b[^:]{0,300}?(?:val|test|dev|holdout)"
     )
-    message = "{call} evaluates ({why}) with autograd on: graphs waste memory; use torch.no_grad()"
+    message = "{call} evaluates ({why}) with autograd on: records unused graphs (memory, time); use torch.no_grad()"
     quoted = ("call", "why")
     rationale = (
         "Autograd records every operation on tensors that require grad, and keeps the activations each one "
@@ -62,7 +62,11 @@ class MissingNoGrad(Rule):
         "whose class freezes every parameter when built (``self.freeze()`` in ``__init__`` setting "
         "requires_grad = False: a frozen text encoder). A forward in a loop that steps a simulator "
         "(``obs, reward, done, info = env.step(action)``: an agent's test episodes) takes one observation "
-        "and frees its graph at each step: not reported."
+        "and frees its graph at each step: not reported. Nor is a forward on one item made a batch of one in "
+        "place (``x[None]``, ``x.unsqueeze(0)``, ``x.view(1, ...)``, ``torch.LongTensor([[token]])``, a column "
+        "``seq[:, i]`` of such a batch): a decoding step, one sentence translated, one observation; it records "
+        "one item's graph, freed with its output. A batch built from a shape (``torch.zeros(1, 1, 1)``, the seed "
+        "of a generation method that runs the model over a whole sequence) is not an item."
         " One root cause is one finding: the first forward of a function (in source order), and none in a "
         "function whose every call in the file is made from a function already reported."
         " A forward through a model method (model.predict(x)) needs an eval() switch or a loop over a "
@@ -172,6 +176,8 @@ class MissingNoGrad(Rule):
             return  # ``Variable(x, volatile=True)``: PyTorch 0.3's no_grad, in the version the file is for
         if evaluation.in_rollout(node):
             return  # one observation per forward in a simulator loop: a tiny graph, freed at each step
+        if evaluation.single_item_input(node):
+            return  # one item made a batch of one (a decoding step, one sentence): one item's graph
         if method and shared is None and split_loop is None and (mode is None or mode[0] != "eval"):
             return  # a model method in a function only named like an evaluation: a name is too weak here
         p = provenance.of(self.ctx)

@@ -691,6 +691,61 @@ def volatile_input(call: nodes.Call) -> bool:
     return any(_always(a, _volatile_variable) for a in _arguments(call))
 
 
+def single_item_input(call: nodes.Call) -> bool:
+    """The forward's input (its first positional argument) is one item made a batch of one in place:
+    ``x[None]``, ``x.unsqueeze(0)``, ``torch.unsqueeze(x, 0)``, ``x.view(1, ...)``, a tensor of a
+    one-element literal (``torch.LongTensor([[token]])``), or a column of such a batch
+    (``seq[:, i]``); moved, cast or wrapped in ``Variable(...)``, inline or in every assignment
+    reaching the name.  A batch built by a factory from a shape (``torch.zeros(1, 1, 1)``) is not an
+    item.  Such a forward records one item's graph: a decoding step, one observation of an agent, one
+    sentence translated."""
+    return bool(call.args) and _batch_of_one(call.args[0], 3)
+
+
+#: Methods that move or cast a tensor without changing its shape.
+_CASTS = device.TRANSFER_METHODS | frozenset(
+    {"float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "detach"}
+)
+
+
+def _batch_of_one(expr: nodes.NodeNG, hops: int) -> bool:
+    while isinstance(expr, nodes.Call) and isinstance(expr.func, nodes.Attribute) and expr.func.attrname in _CASTS:
+        expr = expr.func.expr
+    if isinstance(expr, nodes.Name):
+        if hops <= 0:
+            return False
+        values = dataflow.assigned_values(expr, unpack=True) or dataflow.branch_values(expr)
+        others = [v for v in values or () if not _moves_name(v, expr.name)]
+        return bool(others) and all(_batch_of_one(v, hops - 1) for v in others)
+    if isinstance(expr, nodes.IfExp):
+        return _batch_of_one(expr.body, hops) and _batch_of_one(expr.orelse, hops)
+    if isinstance(expr, nodes.Subscript):
+        index = expr.slice
+        first = index.elts[0] if isinstance(index, nodes.Tuple) and index.elts else index
+        if isinstance(first, nodes.Const) and first.value is None:
+            return True  # ``x[None]``, ``x[None, :]``
+        full = isinstance(first, nodes.Slice) and first.lower is None and first.upper is None and first.step is None
+        return full and isinstance(index, nodes.Tuple) and _batch_of_one(expr.value, hops)  # ``seq[:, i]``
+    if not isinstance(expr, nodes.Call):
+        return False
+    if infer.dotted_name(expr.func) == VARIABLE:
+        return bool(expr.args) and _batch_of_one(expr.args[0], hops)
+    dotted = infer.dotted_name(expr.func) or ""
+    if dotted == "torch.unsqueeze":
+        return _is_zero(infer.argument(expr, "dim", 1))
+    method = infer.method_name(expr)
+    if method == "unsqueeze" and isinstance(expr.func, nodes.Attribute):
+        return _is_zero(infer.argument(expr, "dim", 0))
+    if method in ("view", "reshape") and isinstance(expr.func, nodes.Attribute) and expr.args:
+        return isinstance(expr.args[0], nodes.Const) and expr.args[0].value == 1
+    data = expr.args[0] if len(expr.args) == 1 else None
+    return dotted.startswith("torch.") and isinstance(data, (nodes.List, nodes.Tuple)) and len(data.elts) == 1
+
+
+def _is_zero(node: Optional[nodes.NodeNG]) -> bool:
+    return isinstance(node, nodes.Const) and node.value == 0 and not isinstance(node.value, bool)
+
+
 def _arguments(call: nodes.Call) -> List[nodes.NodeNG]:
     return list(call.args) + [kw.value for kw in call.keywords or ()]
 
