@@ -283,3 +283,63 @@ def test_tensor_attribute_reads_the_stub() -> None:
 
     assert all(device.tensor_attribute(name) for name in ("T", "grad", "data", "shape", "detach", "view"))
     assert not any(device.tensor_attribute(name) for name in ("ds_numel", "ds_shape", "ds_tensor", "logits"))
+
+
+def _name_use(source: str, name: str) -> nodes.Name:
+    return [n for n in _module(source).nodes_of_class(nodes.Name) if n.name == name][-1]
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("for out in outputs:\n    out\n", "outputs"),
+        ("[out for out in torch.softmax(x, -1)]\n", "torch.softmax(x, -1)"),
+        ("for i, out in enumerate(outputs):\n    out\n", None),  # an unpacked target: not the plain element
+        ("out = outputs[0]\nout\n", None),
+    ],
+)
+def test_loop_iterable_of_a_plain_loop_target(source: str, expected: Optional[str]) -> None:
+    from flake8_torch_preflight.analysis.semantic import dataflow
+
+    found = dataflow.loop_iterable(_name_use(source, "out"))
+    assert (found.as_string() if found is not None else None) == expected
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("def f(loss=nn.CrossEntropyLoss()):\n    loss\n", "nn.CrossEntropyLoss()"),
+        ("def f(*, loss=None):\n    loss\n", "None"),
+        ("def f(loss):\n    loss\n", None),  # no default
+        ("loss = 1\nloss\n", None),  # no parameter
+    ],
+)
+def test_parameter_default(source: str, expected: Optional[str]) -> None:
+    found = infer.parameter_default(_name_use(source, "loss"))
+    assert (found.as_string() if found is not None else None) == expected
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("model(torch.LongTensor(tokens)[None])", True),
+        ("x = seq.unsqueeze(0).cuda()\nmodel(x)", True),
+        ("model(torch.unsqueeze(torch.tensor(obs), 0))", True),
+        ("seq = Variable(s).unsqueeze(0)\nmodel(seq[:, 3])", True),  # a column of a batch of one
+        ("model(Variable(torch.LongTensor([[SOS]])))", True),
+        ("model(x.view(1, -1))", True),
+        ("t = x[None] if cuda else x[None].cuda()\nmodel(t)", True),
+        ("model(x.view(-1, 784))", False),  # every row of a batch
+        ("model(torch.zeros(1, 1, 1))", False),  # a batch built from a shape: not an item
+        ("model(x.unsqueeze(1))", False),
+        ("model(torch.tensor(batch))", False),
+        ("model(seq[0])", False),
+        ("model(hidden=x[None])", False),  # no positional input
+    ],
+)
+def test_single_item_input(source: str, expected: bool) -> None:
+    from flake8_torch_preflight.analysis.training import evaluation
+
+    module = _module("import torch\nfrom torch.autograd import Variable\n" + source)
+    call = [c for c in module.nodes_of_class(nodes.Call) if c.func.as_string() == "model"][0]
+    assert evaluation.single_item_input(call) is expected

@@ -13,7 +13,7 @@ from typing import Optional
 from astroid import nodes
 
 from ..analysis.setup import brain
-from ..analysis.semantic import infer
+from ..analysis.semantic import dataflow, infer
 from ..analysis.training import origins
 from ..analysis.training.torch_names import (
     CROSS_ENTROPY_CLASSES, LOG_SOFTMAX_FUNCTIONS, LOG_SOFTMAX_LOSSES, SOFTMAX_FUNCTIONS, SOFTMAX_LAYERS,
@@ -56,12 +56,17 @@ class DoubleSoftmax(Rule):
         "through local assignments, softmax layers, and the forward() of a model defined in the file whose "
         "every return is a softmax. A library trainer handed the model and the loss "
         "(`NeuralNet(MyModule, criterion=nn.CrossEntropyLoss)`) feeds the model's output to the loss itself: "
-        "the model's forward is read there."
+        "the model's forward is read there. A loop over such an output (``for out in torch.softmax(scores, -1)``: "
+        "one row-normalised score matrix per graph) gives softmax outputs too. A loss that is a parameter's "
+        "default (``def __init__(self, loss=nn.CrossEntropyLoss()): self.loss = loss``) is that default when no "
+        "call in the file passes the parameter: the loss the class ships with."
     )
     leaves_alone = (
         "Softmax used only for predictions, metrics or sampling (not fed to the loss), NLLLoss after "
         "log_softmax (the correct pairing), skorch's NeuralNetClassifier with its default NLLLoss (it takes the "
-        "log of the probabilities itself), and models whose forward() it cannot read are left alone."
+        "log of the probabilities itself), and models whose forward() it cannot read are left alone. A "
+        "parameter that a call in the file passes is read with what the calls pass (``loss=nn.NLLLoss()``), "
+        "not its default."
     )
     example_bad = """
         import torch.nn as nn
@@ -92,9 +97,12 @@ class DoubleSoftmax(Rule):
             cross_entropy = infer.is_instance_of(node.func.expr, frozenset({loss}))
         else:
             loss = infer.callee_qname(node)
-            if loss is None:
+            if loss is not None:
+                cross_entropy = infer.is_instance_of(node.func, frozenset({"torch.nn.CrossEntropyLoss"}))
+            elif _default_cross_entropy(node.func):  # ``loss=nn.CrossEntropyLoss()``, the parameter's default
+                loss, cross_entropy = "torch.nn.CrossEntropyLoss", True
+            else:
                 return
-            cross_entropy = infer.is_instance_of(node.func, frozenset({"torch.nn.CrossEntropyLoss"}))
         if loss not in LOG_SOFTMAX_LOSSES and not cross_entropy:
             return
         first = origins.input_argument(node)
@@ -130,6 +138,21 @@ def _is_cross_entropy(expr: nodes.NodeNG) -> bool:
     if isinstance(value, nodes.ClassDef):
         return infer.class_is_subclass_of(value, CROSS_ENTROPY_CLASSES)
     return infer.is_instance_of(expr, CROSS_ENTROPY_CLASSES)
+
+
+def _default_cross_entropy(func: nodes.NodeNG) -> bool:
+    """``func`` (a name, or ``self.loss`` assigned from one) is a parameter whose default is a
+    CrossEntropyLoss and whose function no call in the file passes it: ``def __init__(self,
+    loss=nn.CrossEntropyLoss()): self.loss = loss`` in a class built in another module.  Its callers
+    elsewhere may pass another loss; the default is the one the class ships with."""
+    values = [func] if isinstance(func, nodes.Name) else dataflow.assigned_values(func)
+    if not values or not all(isinstance(v, nodes.Name) for v in values):
+        return False
+    for value in values:
+        default = infer.parameter_default(value)
+        if default is None or infer.parameter_arguments(value) is not None or not _is_cross_entropy(default):
+            return False
+    return True
 
 
 def _readable_callee(call: nodes.Call) -> bool:

@@ -56,6 +56,16 @@ def unpacked_from_call(name: nodes.Name) -> "Optional[Tuple[nodes.Call, int, int
     return assign.value, target.elts.index(binding), len(target.elts)
 
 
+def loop_iterable(name: nodes.Name) -> Optional[nodes.NodeNG]:
+    """The iterable of the ``for`` loop (or comprehension) whose plain target is ``name``'s one binding:
+    ``outputs`` for ``out`` in ``for out in outputs:``; None for any other binding."""
+    binding = single_binding(name)
+    loop = binding.parent if binding is not None else None
+    if isinstance(loop, (nodes.For, nodes.Comprehension)) and loop.target is binding:
+        return loop.iter  # type: ignore[no-any-return]
+    return None
+
+
 def single_binding(name: nodes.Name) -> Optional[nodes.AssignName]:
     """The one ``AssignName`` that binds ``name`` where it is used (a parameter, a loop target, a
     plain assignment), or None when there are several bindings, none, or another kind."""

@@ -330,6 +330,19 @@ def _calls_by_name(module: nodes.Module) -> Dict[str, List[nodes.Call]]:
     return table
 
 
+def parameter_default(name: nodes.Name) -> Optional[nodes.NodeNG]:
+    """The default value written for the parameter ``name`` is bound to (``loss=nn.CrossEntropyLoss()``),
+    or None when ``name`` is no parameter or its parameter has no default."""
+    binding = dataflow.single_binding(name)
+    arguments = binding.parent if binding is not None else None
+    if not isinstance(arguments, nodes.Arguments):
+        return None
+    try:
+        return arguments.default_value(name.name)  # type: ignore[no-any-return]
+    except (AstroidError, RecursionError):
+        return None
+
+
 def parameter_arguments(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     """Argument expressions every in-file call site passes for the parameter ``name`` is bound to.
 

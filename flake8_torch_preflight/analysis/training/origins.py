@@ -106,6 +106,9 @@ class Tracer:
             unpacked = dataflow.unpacked_from_call(expr)
             if unpacked is not None:
                 return self.element(unpacked[0], unpacked[1])
+            iterated = dataflow.loop_iterable(expr)
+            if iterated is not None:  # ``for out in outputs``: a slice of the batch, activated as it was
+                return self.origin(iterated)
             values = infer.bound_values(expr)  # its assignments, or what every call site passes
             if not values:
                 return None
