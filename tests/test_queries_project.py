@@ -324,3 +324,27 @@ def test_absolute_import_from_the_root_of_a_nested_package(tmp_path: Path) -> No
         assert [getattr(v, "name", None) for v in call.func.inferred()] == ["Net"]
     finally:
         brain.end_file()
+
+
+SAMPLING = (
+    "import torch\n\n\ndef forward(model, x):\n    model.eval()\n    logits = model(x)\n"
+    "    return logits.softmax(-1)\n\n\ndef get_logp(model, x):\n    return forward(model, x).log()\n\n\n"
+    "def sample(model, x):\n    return torch.multinomial(forward(model, x), 1)\n\n\n"
+    "@torch.no_grad()\ndef sample_n(model, x, n):\n    return [sample(model, x) for _ in range(n)]\n"
+)
+SEARCH = (
+    "import torch\nfrom sampling import get_logp, sample_n\n\n\n@torch.no_grad()\n"
+    "def beam_search(model, x):\n    return get_logp(model, x), sample_n(model, x, 4)\n"
+)
+SCORE = "from sampling import get_logp\n\n\ndef score(model, loader):\n    return [get_logp(model, x) for x in loader]\n"
+
+
+def test_every_path_to_a_helper_has_autograd_off(tmp_path: Path) -> None:
+    """``forward()`` is called by ``sample()``, which only a ``no_grad`` function of the file calls, and by
+    ``get_logp()``, which only another module's ``no_grad`` search calls: silent.  A third module that
+    calls ``get_logp()`` with autograd on makes the forward an evaluation with autograd on."""
+    root = _project(tmp_path, {"sampling.py": SAMPLING, "search.py": SEARCH})
+    assert _tp002(root / "sampling.py") == []
+    (root / "score.py").write_text(SCORE)
+    project.forget()
+    assert _tp002(root / "sampling.py") == [6]

@@ -71,6 +71,9 @@ class MissingNoGrad(Rule):
         "function whose every call in the file is made from a function already reported."
         " A forward through a model method (model.predict(x)) needs an eval() switch or a loop over a "
         "held-out split: a function's name alone (predict_neg_score() on the training path) is not enough."
+        " Nor is it for a wrapper that returns the forward's output as is (``def predict(self, s): return "
+        "self.model(s)``, or through a name read only by the return): its callers decide what the graph is for "
+        "(a policy's action probabilities feed its loss)."
         " A method of a model class (an nn.Module or a LightningModule) that no call in the file reaches "
         "(``Model.infer()`` run from another module or by the trainer, whose caller may disable autograd) is "
         "left alone, with the methods only it calls, unless it switches the model itself (self.eval()) and "
@@ -102,6 +105,9 @@ class MissingNoGrad(Rule):
         "a project that is no installable package (no setup.py, setup.cfg or pyproject.toml: no code outside "
         "it calls its classes), a method of a class with no base outside the project that no module calls at "
         "all (an evaluation nobody runs; a framework's hook is not such a method)."
+        " The question is asked up the chain of callers: a helper every call of which in the file is under "
+        "no_grad or made from a function whose own callers (here or in other modules) all disable autograd "
+        "is left alone (a sampler's ``forward(model, x)`` reached only from ``@torch.no_grad()`` searches)."
         " Unit tests, by any code: nothing in a module of the test suite (a ``test_*.py``/``*_test.py`` module "
         "in a ``test``/``tests`` folder or importing pytest or unittest, or a ``conftest.py``) and nothing inside "
         "a test function elsewhere (a ``test_*`` function of a test module or a method of a ``Test*`` class) is "
@@ -178,8 +184,9 @@ class MissingNoGrad(Rule):
             return  # one observation per forward in a simulator loop: a tiny graph, freed at each step
         if evaluation.single_item_input(node):
             return  # one item made a batch of one (a decoding step, one sentence): one item's graph
-        if method and shared is None and split_loop is None and (mode is None or mode[0] != "eval"):
-            return  # a model method in a function only named like an evaluation: a name is too weak here
+        named_only = shared is None and split_loop is None and (mode is None or mode[0] != "eval")
+        if named_only and (method or evaluation.returned_as_is(node)):
+            return  # only named like an evaluation: a model method, or a wrapper returning the output as is
         p = provenance.of(self.ctx)
         kind = provenance.MODEL_CALL if method else p.call_kind(node)  # ``model.predict(x)``
         if kind not in (provenance.MODEL_CALL, provenance.MAYBE_MODEL_CALL):
@@ -209,8 +216,8 @@ class MissingNoGrad(Rule):
         if device.cpu_only(node.root()) and _bound_in_file(model):
             return  # a program that runs on the CPU: no accelerator's memory or time is at stake
         runner = loops.enclosing_function(shared) if shared is not None else func
-        if runner is not None and _graph_free_elsewhere(p, runner):
-            return  # the project's other modules call it only with autograd off, or never (a method)
+        if runner is not None and _graph_free(p, runner, _CALLER_DEPTH):
+            return  # every path to it has autograd off (here or in the project's other modules), or none runs
         if func is not None and mode == ("eval", "self") and func.is_method() and evaluation.repeats(node):
             self._self_switched.add(id(func))  # ``generate()`` calls self.eval() and decodes in a loop
         self._found.append((node, func, why))
@@ -354,6 +361,26 @@ def _after_training(p: "provenance.Provenance", node: nodes.NodeNG, depth: int) 
         return False
     sites = p.call_sites(func)
     return bool(sites) and all(_after_training(p, site, depth - 1) for site in sites)
+
+
+def _graph_free(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
+    """Every path to ``func`` runs with autograd off: each call of it in the file is under
+    ``no_grad`` or made from a function for which this holds in turn (``depth`` levels of callers);
+    one with no call in the file is asked of the project's other modules (``_graph_free_elsewhere``):
+    ``forward(model, x)`` called by ``sample()``, which only a ``@torch.no_grad()`` function here
+    calls, and by ``get_logp()``, which only other modules' ``no_grad`` searches call."""
+    sites = p.call_sites(func)
+    if not sites:
+        return _graph_free_elsewhere(p, func)
+    if depth <= 0:
+        return False
+    for site in sites:
+        if p.grad_mode(site) == provenance.OFF:
+            continue
+        caller = loops.enclosing_function(site)
+        if caller is None or caller is func or not _graph_free(p, caller, depth - 1):
+            return False
+    return True
 
 
 def _graph_free_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef) -> bool:

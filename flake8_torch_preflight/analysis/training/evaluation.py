@@ -680,6 +680,25 @@ def discarded(call: nodes.Call) -> bool:
     return target is not None and not dataflow.name_uses(target)
 
 
+def returned_as_is(call: nodes.Call) -> bool:
+    """The forward's output is what its function returns, unchanged: ``return self.model(x)``, an
+    element of a returned tuple, or a name bound to it that is read only there (``out = net(x)``,
+    ``return out``).  Whether its graph is used is decided by the callers (a policy's ``predict(s)``
+    whose output feeds the loss)."""
+    if _in_return(call):
+        return True
+    target = dataflow.assigned_name(call)
+    uses = dataflow.name_uses(target) if target is not None else []
+    return bool(uses) and all(_in_return(use) for use in uses)
+
+
+def _in_return(node: nodes.NodeNG) -> bool:
+    parent = node.parent
+    if isinstance(parent, nodes.Tuple):
+        parent = parent.parent
+    return isinstance(parent, nodes.Return)
+
+
 # ``Variable(x, volatile=True)`` (torch_names.VARIABLE) switched autograd off for every operation
 # reading it, the way ``no_grad`` does since 0.4 (which ignores ``volatile``).
 
