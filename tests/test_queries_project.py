@@ -336,7 +336,9 @@ SEARCH = (
     "import torch\nfrom sampling import get_logp, sample_n\n\n\n@torch.no_grad()\n"
     "def beam_search(model, x):\n    return get_logp(model, x), sample_n(model, x, 4)\n"
 )
-SCORE = "from sampling import get_logp\n\n\ndef score(model, loader):\n    return [get_logp(model, x) for x in loader]\n"
+SCORE = (
+    "from sampling import get_logp\n\n\ndef score(model, loader):\n    return [get_logp(model, x) for x in loader]\n"
+)
 
 
 def test_every_path_to_a_helper_has_autograd_off(tmp_path: Path) -> None:
