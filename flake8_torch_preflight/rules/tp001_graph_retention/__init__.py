@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, Optional, Sequence
+from typing import TYPE_CHECKING, FrozenSet, Optional, Sequence, Set
 
 from astroid import nodes
 
@@ -12,6 +12,9 @@ from ...analysis.semantic import infer, loops
 from ...analysis.training.torch_names import DATALOADERS
 from ...analysis.training.provenance import Backward, Prov, Provenance, source_text
 from .._base import Rule, register, text_gate
+
+if TYPE_CHECKING:
+    from ...analysis.setup.build import FileContext
 
 #: Container methods that keep their argument beyond the iteration (lists, deques).
 STORE_METHODS = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
@@ -34,6 +37,8 @@ MAX_TEXT = 32
 _OOM = "GPU memory grows to OOM"
 #: backward() already freed the activations; the graph nodes stay, in host memory.
 _AFTER = "graph nodes pile up in RAM"
+#: Bound fresh per step, but filled over a loop with no backward and read later only detached.
+_UNUSED = "memory held by graphs never used"
 
 
 @register
@@ -51,7 +56,10 @@ class GraphRetention(Rule):
         "memory and the stored values stay differentiable. The rule follows grad-bearing values through the "
         "provenance analysis (model and loss calls, arithmetic, tensor methods, helper returns; `.item()`, "
         "`.detach()` and `no_grad` stop them) and reports a store in a loop into a container that outlives "
-        "the iteration."
+        "the iteration. A container bound fresh for each update but filled over a loop that runs no backward() "
+        "(a rollout's values and log-probabilities) holds every step's activations until the update; when "
+        "every backward() reads it only through a detached copy (``values = torch.cat(values).detach()``), "
+        "those graphs were never used: reported once per loop (one no_grad around it frees every list)."
     )
     leaves_alone = (
         "It stays silent for containers created inside the loop, and for a container local to a function when "
@@ -106,6 +114,10 @@ class GraphRetention(Rule):
         "    optimizer.step()\n"
         "    losses.append(loss.item())\n"
     )
+
+    def __init__(self, ctx: "FileContext") -> None:
+        super().__init__(ctx)
+        self._unused_loops: Set[int] = set()  # loops already reported for graphs kept for nothing
 
     # ------------------------------------------------------------ patterns
     def visit_call(self, node: nodes.Call) -> None:
@@ -246,9 +258,15 @@ class GraphRetention(Rule):
             return False  # re-bound fresh in the loop (``running_loss = 0`` at each optimizer step): bounded
         if any(_stopped(p, w.value) for w in accumulators.element_rewrites(root, loop) if w is not store):
             return False  # ``losses[-1] = losses[-1].detach()``: the kept element is replaced by its copy
-        loop = _stepping_loop(p, loop, store, root, defs)
-        if loop is None:
-            return False  # an enclosing step loop re-binds the container: bounded
+        stepping = _stepping_loop(p, loop, store, root, defs)
+        if stepping is None:
+            if not _kept_for_nothing(p, loop, store, stored, root, defs, made):
+                return False  # an enclosing step loop re-binds the container: bounded
+            if id(loop) not in self._unused_loops:  # one no_grad around the loop frees every list it fills
+                self._unused_loops.add(id(loop))
+                self.report(store, value=_text(_graph_element(p, value), self.ctx.lines), case=_UNUSED)
+            return True
+        loop = stepping
         if _one_step_of_micro_batches(defs, loop):
             return False  # bound fresh per optimizer step, filled over that step's micro-batches: bounded
         in_loop = loops.loop_call_ids(loop)
@@ -260,7 +278,7 @@ class GraphRetention(Rule):
         holders = frozenset(id(d) for d in defs) | made
         scope = p.scope_of(store)
         for b in p.backwards_in(scope):
-            if p.depends_on(b.prov, holders) and not any(b is e for e in by_element):
+            if p.graph_depends_on(b.prov, holders) and not any(b is e for e in by_element):
                 return False  # a later backward() needs what was kept (micro-batches summed, then backpropagated)
             if id(b.call) not in in_loop and p.covers(b, stored):
                 return False  # a backward() outside the loop runs through it anyway (decoder steps, unrolled RNNs)
@@ -352,6 +370,32 @@ def _stepping_loop(
     if found is not loop and accumulators.reset_in_loop(root, found, store):
         return None
     return found
+
+
+def _kept_for_nothing(
+    p: Provenance, loop: "loops.Loop", store: nodes.NodeNG, stored: Prov, root: nodes.NodeNG, defs: FrozenSet,
+    made: FrozenSet[int],
+) -> bool:
+    """A container bound fresh for each step of an enclosing loop is filled, with graphs, over a loop
+    of its own that runs no backward(), and no backward() of the function runs through what it kept
+    (``values = torch.cat(values).detach()`` before the update): a rollout's values and log-probs kept
+    with every step's activations that nothing backpropagates.  Not when the graphs leave the function,
+    the loop is an evaluation (TP002's finding), a recurrence keeps them anyway, or a call may
+    backpropagate them."""
+    if not stored.graph or not defs:
+        return False
+    in_loop = loops.loop_call_ids(loop)
+    if any(id(b.call) in in_loop for b in p.backwards):
+        return False
+    holders = frozenset(id(d) for d in defs) | made
+    scope = p.scope_of(store)
+    if not any(b.scope is scope for b in p.backwards):
+        return False  # the function trains nothing: whoever uses the kept values is elsewhere
+    if any(p.graph_depends_on(b.prov, holders) for b in p.backwards_in(scope)):
+        return False  # micro-batch losses summed, then backpropagated: the graphs are needed
+    if _escapes(p, scope, holders, root, defs) or _evaluation_pass(p, loop, stored):
+        return False
+    return not _chained_by_recurrence(p, loop, stored, holders) and not _may_backpropagate(p, loop, stored)
 
 
 def _evaluation_pass(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:
@@ -511,7 +555,9 @@ def _may_backpropagate(p: Provenance, loop: "loops.Loop", stored: Prov) -> bool:
             continue  # resolved: an optimizer step, a scheduler, a helper of this file
         for arg in list(call.args) + [kw.value for kw in call.keywords or ()]:
             value = p.value(arg)
-            if value is not None and (value.sources & stored.sources or p.depends_on(value, graph_defs)):
+            if value is not None and not value.stopped and (
+                value.sources & stored.sources or p.depends_on(value, graph_defs)
+            ):
                 return True
     return False
 

@@ -142,6 +142,26 @@ class Provenance(Analysis):
         """``prov`` was computed, directly or through other bindings, from one of the Defs ``idents``."""
         return bool(idents) and not self._closure(prov).isdisjoint(idents)
 
+    def graph_depends_on(self, prov: Prov, idents: "FrozenSet[int] | Set[int]") -> bool:
+        """``prov``'s graph runs through one of the Defs ``idents``: as ``depends_on``, but a binding
+        that provably carries no graph (``values = torch.cat(values).detach()``) cuts the path, so a
+        backward computed from the detached copy needs none of what the Defs kept."""
+        if not idents:
+            return False
+        seen: Set[int] = set()
+        stack = list(prov.deps)
+        while stack:
+            ident = stack.pop()
+            if ident in seen:
+                continue
+            seen.add(ident)
+            if ident in idents:
+                return True
+            d = self._defs_by_id.get(ident)
+            if d is not None and not d.prov.stopped:
+                stack.extend(d.prov.deps)
+        return False
+
     def covers(self, backward: Backward, prov: Prov) -> bool:
         """Does ``backward`` run through the graph of a value recorded as ``prov`` (same source
         calls, or computed from the same grad-bearing bindings), freeing its saved activations?"""
