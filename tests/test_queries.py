@@ -343,3 +343,37 @@ def test_single_item_input(source: str, expected: bool) -> None:
     module = _module("import torch\nfrom torch.autograd import Variable\n" + source)
     call = [c for c in module.nodes_of_class(nodes.Call) if c.func.as_string() == "model"][0]
     assert evaluation.single_item_input(call) is expected
+
+
+@pytest.mark.parametrize(
+    "callee, expected",
+    [
+        ("model", True),
+        ("self.encoder", True),
+        ("netG", True),
+        ("self.model_ema", True),
+        ("build_model", False),  # a factory of a model
+        ("self.l0_module.calculate_model_size", False),  # a property of a model
+        ("model_config", False),
+        ("tokenizer", False),
+    ],
+)
+def test_model_named_is_a_model_not_its_factory_or_property(callee: str, expected: bool) -> None:
+    assert models.model_named(_call(callee + "(x)").func) is expected
+
+
+@pytest.mark.parametrize(
+    "helper, expected",
+    [
+        ("def to_var(arg):\n    if cuda:\n        return Variable(arg).cuda()\n    return Variable(arg)\n", "noise"),
+        ("def to_var(arg):\n    return arg.to('cuda', non_blocking=True)\n", "noise"),
+        ("def to_var(arg):\n    return normalise(arg).cuda()\n", None),  # computes from it
+        ("def to_var(arg, scale):\n    return arg.cuda()\n", None),  # more than one parameter
+    ],
+)
+def test_moved_argument_through_a_helper(helper: str, expected: Optional[str]) -> None:
+    from flake8_torch_preflight.analysis.training import evaluation
+
+    source = "import torch\nfrom torch.autograd import Variable\n\n\n" + helper + "\n\nto_var(noise)\n"
+    found = evaluation.moved_argument(_call(source))
+    assert (found.as_string() if found is not None else None) == expected

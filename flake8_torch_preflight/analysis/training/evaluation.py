@@ -787,6 +787,9 @@ def _always(expr: nodes.NodeNG, made: Callable[[nodes.NodeNG], bool], hops: int 
     (``x = torch.rand(...)`` then ``if use_gpu: x = x.cuda()``; ``x, y = Variable(x, ...), y``), or
     both arms of an ``if``/``else`` that rebinds a loop target (``dataflow.branch_values``)."""
     expr = _unmoved(expr)
+    passed = moved_argument(expr) if hops > 0 else None
+    if passed is not None:
+        return _always(passed, made, hops - 1)  # ``self.get_torch_variable(torch.randn(...))``
     if isinstance(expr, nodes.Name) and hops > 0:
         values = dataflow.assigned_values(expr, unpack=True) or dataflow.branch_values(expr)
         others = [v for v in values or () if not _moves_name(v, expr.name)]
@@ -794,6 +797,33 @@ def _always(expr: nodes.NodeNG, made: Callable[[nodes.NodeNG], bool], hops: int 
             values = others
         return bool(values) and all(_always(value, made, hops - 1) for value in values)  # type: ignore[union-attr]
     return made(expr)
+
+
+def moved_argument(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:
+    """For a call of a function or method of the project whose every return is its one parameter moved,
+    cast or wrapped in ``Variable`` (``def get_torch_variable(self, arg): return Variable(arg).cuda()``),
+    the argument the call passes; None otherwise."""
+    if not isinstance(expr, nodes.Call) or not isinstance(expr.func, (nodes.Name, nodes.Attribute)):
+        return None
+    func = infer.function_def(expr.func)
+    if func is None or not (func.root() is expr.root() or brain.project_module(str(func.root().name))):
+        return None
+    params = [a.name for a in func.args.args or []]
+    if func.is_method() and func.type == "method":
+        params = params[1:]
+    if len(params) != 1 or func.args.vararg or func.args.kwarg:
+        return None
+    returns = [r.value for r in func.nodes_of_class(nodes.Return) if r.scope() is func]
+    if not returns or not all(_unwrapped_name(r) == params[0] for r in returns):
+        return None
+    return infer.argument(expr, params[0], 0)
+
+
+def _unwrapped_name(value: Optional[nodes.NodeNG]) -> Optional[str]:
+    value = _unmoved(value) if value is not None else None
+    if isinstance(value, nodes.Call) and value.args and infer.dotted_name(value.func) == VARIABLE:
+        value = _unmoved(value.args[0])
+    return value.name if isinstance(value, nodes.Name) else None
 
 
 def _moves_name(value: nodes.NodeNG, name: str) -> bool:

@@ -177,12 +177,23 @@ FACTORY_VERBS = frozenset(
 )
 
 
+#: Last words that make a name a property of a model (``model_size``, ``calculate_model_size``,
+#: ``encoder_config``), not a model.
+PROPERTY_WORDS = frozenset(
+    {"size", "sizes", "path", "paths", "name", "names", "dir", "file", "files", "config", "cfg", "type", "args",
+     "kwargs", "params", "parameters", "state", "info", "id", "version", "summary", "stats", "dim", "dims", "flops"}
+)
+
+
 def model_named(expr: nodes.NodeNG) -> bool:
     """Name-based fallback: an unresolved callee named like a model (``model``, ``net``,
     ``self.encoder``, ``netG``), not like an accessor or factory of one (``unwrap_model``,
-    ``build_model``: ``FACTORY_VERBS``).  Never enough on its own to report anything."""
+    ``build_model``: ``FACTORY_VERBS``) nor a property of one (``calculate_model_size``:
+    ``PROPERTY_WORDS``).  Never enough on its own to report anything."""
     name = dataflow.terminal_name(expr)
-    if name is None or name.split("_", 1)[0].lower() in FACTORY_VERBS and "_" in name:
+    if name is None or "_" in name and (
+        name.split("_", 1)[0].lower() in FACTORY_VERBS or name.rsplit("_", 1)[1].lower() in PROPERTY_WORDS
+    ):
         return False
     return MODEL_NAME.search(name) is not None
 
