@@ -236,9 +236,9 @@ class DdpSampler(Rule):
             if loader_use.may_set_epoch(setter, call, loaders):
                 if not loader_use.set_before_epoch_loop(setter, epoch_loops):
                     return
-        if sampler_text is not None:
+        if sampler_text is not None and any(binding.scope() is loop.scope() for loop in epoch_loops):  # type: ignore
             target = sampler_text
-        else:  # an inline sampler: named through the loader it feeds
+        else:  # an inline sampler, or one bound in a helper: named through the loader it feeds
             bound = [_bound_to(loader) for loader in loaders]
             target = next((dataflow.binding_text(b) for b in bound if b is not None), "loader") + ".sampler"
         fields = dict(self.NO_SET_EPOCH)
@@ -306,11 +306,20 @@ def _auxiliary(loop: "loops.Loop", uses: loader_use.Uses) -> bool:
 
 
 def _bound_to(call: nodes.Call) -> Optional[nodes.NodeNG]:
+    """The name or attribute ``call`` is assigned to, also as one element of a literal tuple unpacked
+    into as many targets (``train_sampler, shuffle = DistributedSampler(ds), False``)."""
     parent = call.parent
     if isinstance(parent, nodes.Assign) and len(parent.targets) == 1 and parent.value is call:
         target = parent.targets[0]
         if isinstance(target, (nodes.AssignName, nodes.AssignAttr)):
             return target  # type: ignore[no-any-return]
+    assign = parent.parent if isinstance(parent, nodes.Tuple) else None
+    if isinstance(assign, nodes.Assign) and assign.value is parent and len(assign.targets) == 1:
+        targets = assign.targets[0]
+        if isinstance(targets, nodes.Tuple) and len(targets.elts) == len(parent.elts):  # type: ignore[union-attr]
+            target = targets.elts[parent.elts.index(call)]  # type: ignore[union-attr]
+            if isinstance(target, (nodes.AssignName, nodes.AssignAttr)):
+                return target  # type: ignore[no-any-return]
     return None
 
 
