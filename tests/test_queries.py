@@ -377,3 +377,27 @@ def test_moved_argument_through_a_helper(helper: str, expected: Optional[str]) -
     source = "import torch\nfrom torch.autograd import Variable\n\n\n" + helper + "\n\nto_var(noise)\n"
     found = evaluation.moved_argument(_call(source))
     assert (found.as_string() if found is not None else None) == expected
+
+
+WRAPPED = (
+    "import torch\n\n\nclass Warmup:\n    def __init__(self, optimizer):\n        self.optimizer = optimizer\n\n"
+    "    def step(self):\n        self.optimizer.step()\n\n\n"
+    "class Trainer:\n    def __init__(self, optimizer):\n        self.optimizer = optimizer\n\n"
+    "    def step(self, loss):\n        self.optimizer.zero_grad()\n        loss.backward()\n"
+    "        self.optimizer.step()\n\n\n"
+    "class Schedule:\n    def step(self):\n        self.lr = 0.5\n\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    "built, expected",
+    [
+        ("Warmup(torch.optim.Adam([]))", True),  # steps the optimizer it holds
+        ("Trainer(torch.optim.Adam([]))", False),  # a whole update: backward, step and zero_grad
+        ("Schedule()", False),  # a step that steps no optimizer
+        ("torch.optim.SGD([], lr=0.1)", True),
+    ],
+)
+def test_is_optimizer_reads_a_wrapper_that_steps_the_optimizer_it_holds(built: str, expected: bool) -> None:
+    module = _module(WRAPPED + "opt = " + built + "\nopt\n")
+    assert gradients.is_optimizer(module.body[-1].value) is expected

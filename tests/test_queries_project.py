@@ -11,7 +11,7 @@ from astroid import nodes
 
 from flake8_torch_preflight import engine
 from flake8_torch_preflight.analysis.semantic import project
-from flake8_torch_preflight.analysis.setup import build
+from flake8_torch_preflight.analysis.setup import brain, build
 from flake8_torch_preflight.analysis.setup.build import build_module
 from flake8_torch_preflight.analysis.training import evaluation
 
@@ -350,3 +350,65 @@ def test_every_path_to_a_helper_has_autograd_off(tmp_path: Path) -> None:
     (root / "score.py").write_text(SCORE)
     project.forget()
     assert _tp002(root / "sampling.py") == [6]
+
+
+NAMESPACE_MODEL = (
+    "import torch.nn as nn\n\n\nclass Translator(nn.Module):\n    def __init__(self, vocab, dim):\n"
+    "        super().__init__()\n        self.embed = Embedding(vocab, dim)\n"
+    "        self.out = Projection(dim, vocab)\n\n"
+    "    def forward(self, x):\n        return self.out(self.embed(x))\n\n\n"
+    "class Embedding(nn.Module):\n    def __init__(self, vocab, dim):\n        super().__init__()\n"
+    "        self.table = nn.Embedding(vocab, dim)\n\n    def forward(self, x):\n        return self.table(x)\n\n\n"
+    "class Projection(nn.Module):\n    def __init__(self, dim, vocab):\n        super().__init__()\n"
+    "        self.linear = nn.Linear(dim, vocab)\n\n    def forward(self, x):\n        return self.linear(x)\n"
+)
+WARMUP_OPTIMIZER = (
+    "class WarmupOptimizer:\n    def __init__(self, optimizer, warmup):\n        self.optimizer = optimizer\n"
+    "        self.warmup = warmup\n        self.steps = 0\n\n    def step(self):\n        self.steps += 1\n"
+    "        for group in self.optimizer.param_groups:\n            group['lr'] = min(1.0, self.steps / self.warmup)\n"
+    "        self.optimizer.step()\n\n    def zero_grad(self):\n        self.optimizer.zero_grad()\n"
+)
+NAMESPACE_TRAIN = textwrap.dedent(
+    """\
+    import torch
+    from torch.optim import Adam
+
+    from models.definitions.translator import Translator
+    from utils.optimizers import WarmupOptimizer
+
+
+    def train(batches, device):
+        model = Translator(1000, 64).to(device)
+        optimizer = WarmupOptimizer(Adam(model.parameters(), betas=(0.9, 0.98)), 4000)
+        for epoch in range(20):
+            for x, y in batches:
+                optimizer.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+        torch.save(model.state_dict(), "translator.pt")
+
+
+    if __name__ == "__main__":
+        train(torch.load("batches.pt"), torch.device("cuda"))
+    """
+)
+
+
+def test_tp009_reads_a_model_of_a_namespace_package_stepped_through_a_wrapper(tmp_path: Path) -> None:
+    """The model class lives in ``models/definitions/`` with no ``__init__.py`` (a PEP 420 namespace
+    package), is built and moved in one expression (``Translator(...).to(device)``) and trained through a
+    warm-up wrapper whose ``step()`` steps the Adam it holds: an unseeded run whose weights are drawn
+    (reported on the construction).  A folder of configs with no ``.py`` file is no package of the project."""
+    root = _project(tmp_path, {
+        "models/definitions/translator.py": NAMESPACE_MODEL,
+        "utils/optimizers.py": WARMUP_OPTIMIZER,
+        "train.py": NAMESPACE_TRAIN,
+        "configs/base.yaml": "lr: 1.0\n",
+    })
+    assert _codes(root / "train.py", "TP009") == [9]
+    seeded = NAMESPACE_TRAIN.replace("    model = Translator(", "    torch.manual_seed(0)\n    model = Translator(")
+    (root / "train.py").write_text(seeded)
+    assert _codes(root / "train.py", "TP009") == []
+    brain.begin_file(str(root / "train.py"))
+    assert brain.project_module("models") and not brain.project_module("configs")

@@ -198,6 +198,10 @@ def _locate(modname: str, context_dir: str) -> Tuple[Optional[bool], str]:
     except Exception:  # not found for this file: refused, so that astroid's cache never serves
         return True, ""  # a same-named module read for a file of another folder
     location = getattr(spec, "location", None) or ""
+    if not location and spec.type == modutils.spec.ModuleType.PY_NAMESPACE:
+        folders = list(getattr(spec, "submodule_search_locations", None) or ())
+        if context_dir and len(folders) == 1 and _below(folders[0], context_dir) and _holds_python(folders[0]):
+            return False, ""  # a folder of the project's modules with no __init__.py (PEP 420): ``models/``
     if not location or not context_dir or any(marker in location for marker in _THIRD_PARTY_MARKERS):
         return True, ""
     if not _below(location, context_dir):
@@ -205,6 +209,19 @@ def _locate(modname: str, context_dir: str) -> Tuple[Optional[bool], str]:
     if os.path.isdir(location):
         location = os.path.join(location, "__init__.py")
     return False, os.path.abspath(location)
+
+
+def _holds_python(folder: str) -> bool:
+    """``folder`` or one of its subfolders holds a ``.py`` file: a package of code, not of data or configs."""
+    try:
+        for entry in os.scandir(folder):
+            if entry.is_file() and entry.name.endswith(".py"):
+                return True
+            if entry.is_dir() and any(name.endswith(".py") for name in os.listdir(entry.path)):
+                return True
+    except OSError:
+        return False
+    return False
 
 
 def _import_base(modname: str, context_dir: str) -> str:
@@ -286,7 +303,7 @@ def _guarded_ast_from_module_name(
         outside, location = _locate(modname, context_dir)
         if outside is False:
             cached = self.astroid_cache.get(modname)
-            if cached is not None and os.path.abspath(getattr(cached, "file", None) or "") != location:
+            if cached is not None and location and os.path.abspath(getattr(cached, "file", None) or "") != location:
                 del self.astroid_cache[modname]  # the same name in another project folder: read this one
             if context_file is None and context_dir:
                 context_file = os.path.join(context_dir, "__init__.py")

@@ -20,6 +20,7 @@ import re
 from typing import Iterator, Optional, Tuple
 
 from astroid import nodes
+from astroid.bases import Instance
 from astroid.exceptions import AstroidError
 
 from ..semantic import dataflow, infer, loops
@@ -168,14 +169,35 @@ def is_scaler_step(call: nodes.NodeNG) -> bool:
     return isinstance(call, nodes.Call) and infer.method_name(call) == "step" and _scaler_receiver(call)
 
 
-def is_optimizer(expr: nodes.NodeNG) -> bool:
-    """Resolved to a torch optimizer; or unresolvable and named like one."""
+def is_optimizer(expr: nodes.NodeNG, depth: int = 2) -> bool:
+    """Resolved to a torch optimizer, or to an object of the project whose ``step()`` steps an optimizer
+    it holds (a learning-rate wrapper: ``def step(self): ...; self.optimizer.step()``); or unresolvable
+    and named like one."""
     if infer.is_instance_of(expr, OPTIMIZER_BASES):
         return True
-    if infer.safe_infer(expr) is not None:
-        return False  # bound to something else: a scheduler, an environment, a user object
+    value = infer.safe_infer(expr)
+    if value is not None:
+        return depth > 0 and _steps_held_optimizer(value, depth - 1)  # else a scheduler, an environment
     name = dataflow.terminal_name(expr)
     return name is not None and OPTIMIZER_NAME.search(name) is not None
+
+
+def _steps_held_optimizer(value: object, depth: int) -> bool:
+    """``value`` is an instance of a class whose own ``step()`` calls ``step()`` on an optimizer and
+    neither runs a backward nor zeroes gradients (a learning-rate schedule wrapped around the optimizer)."""
+    klass = getattr(value, "_proxied", None) if isinstance(value, Instance) else None
+    if not isinstance(klass, nodes.ClassDef):
+        return False
+    step = klass.locals.get("step", [None])[0]
+    if not isinstance(step, nodes.FunctionDef):
+        return False
+    if any(infer.method_name(call) in ("zero_grad", "backward") for call in step.nodes_of_class(nodes.Call)):
+        return False  # a trainer's whole update (backward, step, zero_grad), not an optimizer's step
+    return any(
+        infer.method_name(call) == "step" and is_optimizer(call.func.expr, depth)  # type: ignore[union-attr]
+        for call in step.nodes_of_class(nodes.Call)
+        if isinstance(call.func, nodes.Attribute)
+    )
 
 
 def stepped_optimizer(call: nodes.NodeNG) -> Optional[nodes.NodeNG]:

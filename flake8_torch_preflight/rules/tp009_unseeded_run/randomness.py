@@ -606,7 +606,13 @@ def _fresh_model(call: nodes.Call) -> Optional[Effect]:
         return None  # classes are named in CamelCase; ``Model.load(path)`` is not a constructor
     if any(_name_words(kw.arg or "") & WEIGHT_SOURCE_WORDS for kw in call.keywords or ()):
         return None
-    target = dataflow.assigned_name(call)
+    built: nodes.NodeNG = call
+    while (  # ``Transformer(...).to(device)``: the model the name holds is the one built
+        isinstance(built.parent, nodes.Attribute) and built.parent.attrname in models.SELF_RETURNING_METHODS
+        and isinstance(built.parent.parent, nodes.Call) and built.parent.parent.func is built.parent
+    ):
+        built = built.parent.parent
+    target = dataflow.assigned_name(built)
     if target is None or not _optimized_fresh(target, MODEL_HOPS):
         return None
     return Effect(DRAW, frozenset({TORCH}), "{} (weight init)".format(_label(call)), True)
