@@ -21,7 +21,7 @@ and ``could_be_model_call(call, memo)`` answer from the syntax alone, before the
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
@@ -146,21 +146,7 @@ class Provenance(Analysis):
         """``prov``'s graph runs through one of the Defs ``idents``: as ``depends_on``, but a binding
         that provably carries no graph (``values = torch.cat(values).detach()``) cuts the path, so a
         backward computed from the detached copy needs none of what the Defs kept."""
-        if not idents:
-            return False
-        seen: Set[int] = set()
-        stack = list(prov.deps)
-        while stack:
-            ident = stack.pop()
-            if ident in seen:
-                continue
-            seen.add(ident)
-            if ident in idents:
-                return True
-            d = self._defs_by_id.get(ident)
-            if d is not None and not d.prov.stopped:
-                stack.extend(d.prov.deps)
-        return False
+        return bool(idents) and any(ident in idents for ident in self._reached(prov, cut_stopped=True))
 
     def covers(self, backward: Backward, prov: Prov) -> bool:
         """Does ``backward`` run through the graph of a value recorded as ``prov`` (same source
@@ -170,6 +156,11 @@ class Provenance(Analysis):
         through = self._closure(backward.prov)
         # Walk what ``prov`` was computed from, nearest bindings first, and stop at the first
         # grad-bearing one the backward also runs through (usually the first: ``loss = loss + t``).
+        return any(ident in through and self._carries(ident) for ident in self._reached(prov, cut_stopped=False))
+
+    def _reached(self, prov: Prov, cut_stopped: bool) -> Iterator[int]:
+        """The Defs ``prov`` was computed from, nearest bindings first; with ``cut_stopped``, not past
+        a binding that carries no graph."""
         seen: Set[int] = set()
         stack = list(prov.deps)
         while stack:
@@ -177,12 +168,10 @@ class Provenance(Analysis):
             if ident in seen:
                 continue
             seen.add(ident)
-            if ident in through and self._carries(ident):
-                return True
+            yield ident
             d = self._defs_by_id.get(ident)
-            if d is not None:
+            if d is not None and not (cut_stopped and d.prov.stopped):
                 stack.extend(d.prov.deps)
-        return False
 
     def _carries(self, ident: int) -> bool:
         d = self._defs_by_id.get(ident)
