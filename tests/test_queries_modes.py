@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
+import pytest
 from astroid import nodes
 
 from flake8_torch_preflight.analysis.training import models, modes
@@ -240,3 +241,18 @@ def test_what_is_not_read_is_unknown() -> None:
     assert _mode_of("m_configured") is None  # a layer picked from a config
     assert _mode_of("m_holder") is None  # a module handed in through the constructor
     assert _mode_of("m_resnet") is None  # a library model
+
+
+@pytest.mark.parametrize(
+    "built, expected",
+    [
+        ("nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1)).cuda()", True),
+        ("nn.Sequential(nn.Linear(8, 8), nn.ReLU())", False),
+        ("nn.ModuleList([nn.Linear(8, 8), nn.BatchNorm1d(8)])", True),
+        ("nn.Sequential(*layers)", None),  # modules handed in: unknown
+    ],
+)
+def test_mode_of_a_container_built_in_place_is_what_its_arguments_build(built: str, expected: object) -> None:
+    module = _module("import torch.nn as nn\nlayers = make()\nm = " + built + "\n")
+    use = next(n for n in module.nodes_of_class(nodes.AssignName) if n.name == "m")
+    assert models.mode_dependent(use.parent.value) is expected

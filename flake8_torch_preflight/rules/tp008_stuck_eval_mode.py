@@ -94,7 +94,10 @@ class StuckEvalMode(Rule):
         "submodule class are read (in the file or a project module) and hold no dropout, batch norm, "
         "InstanceNorm with running statistics, recurrent or attention layer and no self.training read (a "
         "Linear/ReLU MLP). A library model, a layer picked from a config or a module handed in is not read "
-        "and keeps the finding."
+        "and keeps the finding. A container built in place is read through its arguments "
+        "(``nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))`` has dropout). A model whose every forward "
+        "in the step is detached where it is made (``extractor(x).detach()``: a frozen feature extractor "
+        "switched to eval() on purpose) is not trained by the step: left alone."
     )
     example_bad = """
         for epoch in range(epochs):
@@ -178,7 +181,7 @@ class StuckEvalMode(Rule):
             if event.kind == modes.TRAIN and (event.model is None or modes.same_model(model, event.model)):
                 return None  # brought back (a train() on something unresolvable counts: in doubt, silence)
             if event.kind == modes.FORWARD and not event.grad_off and event.model is not None:
-                if event.model.key == model.key:
+                if event.model.key == model.key and not _detached_at_once(event.node):
                     forwards.append(event)
             elif event.kind == modes.BACKWARD and backward is None and any(
                 _trains(switch, forward, event) for forward in forwards
@@ -200,6 +203,20 @@ class StuckEvalMode(Rule):
             return True
         owners = modes.trained_models(events)
         return owners is not None and model.terminal not in owners
+
+
+#: Methods that end a forward's graph where it is made: its output trains nothing.
+DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
+
+
+def _detached_at_once(forward: nodes.NodeNG) -> bool:
+    """The forward's output is detached in the expression that makes it (``enc(x).detach()``): a frozen
+    feature extractor switched to eval() on purpose, not a model the step trains."""
+    parent = forward.parent
+    return (
+        isinstance(parent, nodes.Attribute) and parent.attrname in DETACHING_METHODS
+        and isinstance(parent.parent, nodes.Call) and parent.parent.func is parent
+    )
 
 
 def _trains(switch: modes.Event, forward: modes.Event, backward: modes.Event) -> bool:

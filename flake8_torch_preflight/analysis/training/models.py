@@ -390,7 +390,11 @@ def mode_dependent(expr: nodes.NodeNG) -> Optional[bool]:
     built = _constructions(expr, MODE_DEPTH)
     if not built:
         return None
-    answers = [_class_mode(cls, call, MODE_DEPTH, set()) for cls, call in built]
+    answers = [
+        _container_mode(call, MODE_DEPTH, set()) if cls.qname() in param_count.CONTAINERS and call is not None
+        else _class_mode(cls, call, MODE_DEPTH, set())
+        for cls, call in built
+    ]  # ``nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))`` built in place: what its arguments build
     if True in answers:
         return True
     return None if None in answers else False
@@ -502,6 +506,20 @@ def _class_mode(cls: nodes.ClassDef, call: Optional[nodes.Call], depth: int, see
             answers.append(_built_in(method, method.name == "__init__", plain, depth - 1, seen))
     if True in answers:
         return True
+    return None if None in answers else False
+
+
+def _container_mode(call: nodes.Call, depth: int, seen: set) -> Optional[bool]:
+    """:func:`mode_dependent` for a container built in place by ``call`` (not in a class's constructor,
+    whose registered values ``_built_in`` reads): from the modules its arguments build (``nn.Dropout(0.1)``:
+    True); a module handed in by name or unpacked (``*layers``) is unknown."""
+    answers: List[Optional[bool]] = []
+    for value in _call_values(call):
+        for element in value.elts if isinstance(value, (nodes.List, nodes.Tuple)) else [value]:
+            built = isinstance(element, nodes.Call)
+            answers.append(_call_mode(element, True, False, depth - 1, seen) if built else None)
+            if answers[-1] is True:
+                return True
     return None if None in answers else False
 
 
