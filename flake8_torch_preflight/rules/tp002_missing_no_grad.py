@@ -1,7 +1,7 @@
 """TP002 missing-no-grad: an evaluation or inference forward pass runs with autograd on."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from astroid import nodes
 
@@ -370,16 +370,37 @@ def _graph_free(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int)
     one with no call in the file is asked of the project's other modules (``_graph_free_elsewhere``):
     ``forward(model, x)`` called by ``sample()``, which only a ``@torch.no_grad()`` function here
     calls, and by ``get_logp()``, which only other modules' ``no_grad`` searches call."""
+    def settled(site: nodes.Call) -> Optional[bool]:
+        if p.grad_mode(site) == provenance.OFF:
+            return True
+        return False if loops.enclosing_function(site) is None else None  # module code with autograd on
+
+    return _at_every_call(p, func, depth, settled, lambda f: _graph_free_elsewhere(p, f))
+
+
+def _at_every_call(
+    p: "provenance.Provenance",
+    func: nodes.FunctionDef,
+    depth: int,
+    settled: "Callable[[nodes.Call], Optional[bool]]",
+    uncalled: "Callable[[nodes.FunctionDef], bool]",
+) -> bool:
+    """A property holds at every call of ``func`` in the file: ``settled(site)`` answers for a site
+    (None: ask the function making the call, ``depth`` levels up); a function with no call in the file
+    answers ``uncalled(func)``."""
     sites = p.call_sites(func)
     if not sites:
-        return _graph_free_elsewhere(p, func)
+        return uncalled(func)
     if depth <= 0:
         return False
     for site in sites:
-        if p.grad_mode(site) == provenance.OFF:
-            continue
-        caller = loops.enclosing_function(site)
-        if caller is None or caller is func or not _graph_free(p, caller, depth - 1):
+        verdict = settled(site)
+        if verdict is None:
+            caller = loops.enclosing_function(site)
+            verdict = caller is not None and caller is not func and _at_every_call(
+                p, caller, depth - 1, settled, uncalled
+            )
+        if not verdict:
             return False
     return True
 
@@ -461,16 +482,14 @@ def _few_fixed_items(call: nodes.Call) -> bool:
 
 
 def _function_runs_once(p: "provenance.Provenance", func: nodes.FunctionDef, depth: int) -> bool:
-    sites = p.call_sites(func)
-    if not sites or depth <= 0:
-        return False  # called from elsewhere (another module, a framework): maybe per epoch
-    for site in sites:
+    """Every call of ``func`` in the file runs once per run: none in a loop, each in module code or in a
+    function every call of which runs once (a function with no call here may run per batch elsewhere)."""
+    def settled(site: nodes.Call) -> Optional[bool]:
         if evaluation.repeats(site):
             return False
-        caller = loops.enclosing_function(site)
-        if caller is func or (caller is not None and not _function_runs_once(p, caller, depth - 1)):
-            return False
-    return True
+        return True if loops.enclosing_function(site) is None else None
+
+    return _at_every_call(p, func, depth, settled, lambda f: False)
 
 
 def _backpropagated(p: provenance.Provenance, call: nodes.Call) -> bool:

@@ -308,19 +308,7 @@ def _auxiliary(loop: "loops.Loop", uses: loader_use.Uses) -> bool:
 def _bound_to(call: nodes.Call) -> Optional[nodes.NodeNG]:
     """The name or attribute ``call`` is assigned to, also as one element of a literal tuple unpacked
     into as many targets (``train_sampler, shuffle = DistributedSampler(ds), False``)."""
-    parent = call.parent
-    if isinstance(parent, nodes.Assign) and len(parent.targets) == 1 and parent.value is call:
-        target = parent.targets[0]
-        if isinstance(target, (nodes.AssignName, nodes.AssignAttr)):
-            return target  # type: ignore[no-any-return]
-    assign = parent.parent if isinstance(parent, nodes.Tuple) else None
-    if isinstance(assign, nodes.Assign) and assign.value is parent and len(assign.targets) == 1:
-        targets = assign.targets[0]
-        if isinstance(targets, nodes.Tuple) and len(targets.elts) == len(parent.elts):  # type: ignore[union-attr]
-            target = targets.elts[parent.elts.index(call)]  # type: ignore[union-attr]
-            if isinstance(target, (nodes.AssignName, nodes.AssignAttr)):
-                return target  # type: ignore[no-any-return]
-    return None
+    return dataflow.assignment_target(call, unpack=True)
 
 
 def _display(call: nodes.Call) -> str:

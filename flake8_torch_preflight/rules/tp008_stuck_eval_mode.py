@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 from astroid import nodes
 
 from ..analysis.semantic import dataflow, infer, loops
-from ..analysis.training import evaluation, models, modes
+from ..analysis.training import evaluation, models, modes, provenance
 from ._base import Rule, register, text_gate
 
 if TYPE_CHECKING:
@@ -205,16 +205,12 @@ class StuckEvalMode(Rule):
         return owners is not None and model.terminal not in owners
 
 
-#: Methods that end a forward's graph where it is made: its output trains nothing.
-DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
-
-
 def _detached_at_once(forward: nodes.NodeNG) -> bool:
     """The forward's output is detached in the expression that makes it (``enc(x).detach()``): a frozen
     feature extractor switched to eval() on purpose, not a model the step trains."""
     parent = forward.parent
     return (
-        isinstance(parent, nodes.Attribute) and parent.attrname in DETACHING_METHODS
+        isinstance(parent, nodes.Attribute) and parent.attrname in provenance.STOP_METHODS
         and isinstance(parent.parent, nodes.Call) and parent.parent.func is parent
     )
 

@@ -173,11 +173,30 @@ def _last_assignment(block: List[nodes.NodeNG], name: str) -> Optional[nodes.Nod
 
 def assigned_name(value: nodes.NodeNG) -> Optional[nodes.AssignName]:
     """The one plain name ``value`` is assigned to (``x = value``), or None."""
-    parent = value.parent
-    if not isinstance(parent, nodes.Assign) or len(parent.targets) != 1 or parent.value is not value:
-        return None
-    target = parent.targets[0]
+    target = assignment_target(value)
     return target if isinstance(target, nodes.AssignName) else None
+
+
+def assignment_target(value: nodes.NodeNG, unpack: bool = False) -> "Optional[nodes.AssignName | nodes.AssignAttr]":
+    """The one plain name or attribute ``value`` is assigned to (``x = value``, ``self.x = value``); with
+    ``unpack``, also as an element of a literal tuple unpacked into as many plain targets
+    (``sampler, shuffle = DistributedSampler(ds), False``: the reverse of ``unpacked_value``)."""
+    parent = value.parent
+    if unpack and isinstance(parent, (nodes.Tuple, nodes.List)):
+        assign = parent.parent
+        if not isinstance(assign, nodes.Assign) or assign.value is not parent or len(assign.targets) != 1:
+            return None
+        targets = assign.targets[0]
+        if not isinstance(targets, (nodes.Tuple, nodes.List)) or len(targets.elts) != len(parent.elts):
+            return None
+        if any(isinstance(e, nodes.Starred) for e in targets.elts + parent.elts):
+            return None
+        target = targets.elts[parent.elts.index(value)]
+    elif isinstance(parent, nodes.Assign) and len(parent.targets) == 1 and parent.value is value:
+        target = parent.targets[0]
+    else:
+        return None
+    return target if isinstance(target, (nodes.AssignName, nodes.AssignAttr)) else None
 
 
 def name_uses(binding: nodes.AssignName) -> List[nodes.Name]:

@@ -731,11 +731,8 @@ def _batch_of_one(expr: nodes.NodeNG, hops: int) -> bool:
     while isinstance(expr, nodes.Call) and isinstance(expr.func, nodes.Attribute) and expr.func.attrname in _CASTS:
         expr = expr.func.expr
     if isinstance(expr, nodes.Name):
-        if hops <= 0:
-            return False
-        values = dataflow.assigned_values(expr, unpack=True) or dataflow.branch_values(expr)
-        others = [v for v in values or () if not _moves_name(v, expr.name)]
-        return bool(others) and all(_batch_of_one(v, hops - 1) for v in others)
+        values = _reaching(expr) if hops > 0 else None
+        return bool(values) and all(_batch_of_one(v, hops - 1) for v in values)  # type: ignore[union-attr]
     if isinstance(expr, nodes.IfExp):
         return _batch_of_one(expr.body, hops) and _batch_of_one(expr.orelse, hops)
     if isinstance(expr, nodes.Subscript):
@@ -791,12 +788,18 @@ def _always(expr: nodes.NodeNG, made: Callable[[nodes.NodeNG], bool], hops: int 
     if passed is not None:
         return _always(passed, made, hops - 1)  # ``self.get_torch_variable(torch.randn(...))``
     if isinstance(expr, nodes.Name) and hops > 0:
-        values = dataflow.assigned_values(expr, unpack=True) or dataflow.branch_values(expr)
-        others = [v for v in values or () if not _moves_name(v, expr.name)]
-        if others:  # ``x = x.cuda()`` moves one of the other values reaching here: those decide
-            values = others
+        values = _reaching(expr)
         return bool(values) and all(_always(value, made, hops - 1) for value in values)  # type: ignore[union-attr]
     return made(expr)
+
+
+def _reaching(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+    """The values that may reach ``name`` (its assignments, unpacked literal tuples included, or both
+    arms of an ``if``/``else`` that rebinds it), the ones that only move or cast the name itself aside
+    when others remain (``x = x.cuda()``: the other values decide)."""
+    values = dataflow.assigned_values(name, unpack=True) or dataflow.branch_values(name)
+    others = [v for v in values or () if not _moves_name(v, name.name)]
+    return others or values
 
 
 def moved_argument(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:

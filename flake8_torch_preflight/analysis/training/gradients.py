@@ -191,7 +191,7 @@ def _steps_held_optimizer(value: object, depth: int) -> bool:
     step = klass.locals.get("step", [None])[0]
     if not isinstance(step, nodes.FunctionDef):
         return False
-    if any(infer.method_name(call) in ("zero_grad", "backward") for call in step.nodes_of_class(nodes.Call)):
+    if any(is_zero_grad(call) or is_backward(call) for call in step.nodes_of_class(nodes.Call)):
         return False  # a trainer's whole update (backward, step, zero_grad), not an optimizer's step
     return any(
         infer.method_name(call) == "step" and is_optimizer(call.func.expr, depth)  # type: ignore[union-attr]

@@ -606,13 +606,7 @@ def _fresh_model(call: nodes.Call) -> Optional[Effect]:
         return None  # classes are named in CamelCase; ``Model.load(path)`` is not a constructor
     if any(_name_words(kw.arg or "") & WEIGHT_SOURCE_WORDS for kw in call.keywords or ()):
         return None
-    built: nodes.NodeNG = call
-    while (  # ``Transformer(...).to(device)``: the model the name holds is the one built
-        isinstance(built.parent, nodes.Attribute) and built.parent.attrname in models.SELF_RETURNING_METHODS
-        and isinstance(built.parent.parent, nodes.Call) and built.parent.parent.func is built.parent
-    ):
-        built = built.parent.parent
-    target = dataflow.assigned_name(built)
+    target = _rebinding(call) or dataflow.assigned_name(call)  # ``Transformer(...).to(device)``: the model built
     if target is None or not _optimized_fresh(target, MODEL_HOPS):
         return None
     return Effect(DRAW, frozenset({TORCH}), "{} (weight init)".format(_label(call)), True)
@@ -655,7 +649,7 @@ def _loads_into(binding: nodes.AssignName, hops: int) -> bool:
     return False
 
 
-def _rebinding(use: nodes.Name) -> Optional[nodes.AssignName]:
+def _rebinding(use: nodes.NodeNG) -> Optional[nodes.AssignName]:
     """The name bound to the same model wrapped or moved (``model = nn.DataParallel(model).cuda()``):
     ``use`` reaches the assigned value only through methods that return the module
     (``models.SELF_RETURNING_METHODS``) and parallel wrappers (``MODEL_WRAPPERS``)."""

@@ -12,7 +12,7 @@ answers one question:
 """
 from .lattice import CONSTANT, DYNAMIC, OFF, ON, UNKNOWN, Backward, Def, Escape, Prov, derived, join, join_all, stop
 from .queries import Provenance, could_be_model_call, host_value, of, source_text
-from .runner import ENTRY_METHODS, LOSS_CALL, MAYBE_MODEL_CALL, MODEL_CALL, STORE_METHODS
+from .runner import ENTRY_METHODS, LOSS_CALL, MAYBE_MODEL_CALL, MODEL_CALL, STOP_METHODS, STORE_METHODS
 
 __all__ = [
     "CONSTANT",
@@ -23,6 +23,7 @@ __all__ = [
     "MODEL_CALL",
     "OFF",
     "ON",
+    "STOP_METHODS",
     "STORE_METHODS",
     "UNKNOWN",
     "Backward",
