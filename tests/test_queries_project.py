@@ -412,3 +412,52 @@ def test_tp009_reads_a_model_of_a_namespace_package_stepped_through_a_wrapper(tm
     assert _codes(root / "train.py", "TP009") == []
     brain.begin_file(str(root / "train.py"))
     assert brain.project_module("models") and not brain.project_module("configs")
+
+
+EVALUATIONS = textwrap.dedent(
+    """\
+    import torch
+
+
+    def train(model, loader, optimizer):
+        model.train()
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+
+
+    def evaluate(model, loader):
+        from lib.modeling import Head
+        model.eval()
+        return [model(x).sum().item() for x, _ in loader]
+
+
+    def evaluate_stale(model, loader):
+        from src.models.rotation import Rotation
+        model.eval()
+        return [model(x).sum().item() for x, _ in loader]
+
+
+    def main(model, loader, optimizer):
+        for epoch in range(10):
+            train(model, loader, optimizer)
+            evaluate(model, loader)
+            evaluate_stale(model, loader)
+    """
+)
+
+
+def test_no_finding_after_a_function_import_that_fails(tmp_path: Path) -> None:
+    """A function whose own import of the project's code fails stops there: what follows it never runs
+    (an evaluation copied from another repository, importing its ``src`` package); the same function
+    importing a module the project holds is reported."""
+    root = _project(tmp_path, {"lib/__init__.py": "", "lib/modeling.py": MODELING, "train.py": EVALUATIONS})
+    module = build_module(EVALUATIONS, str(root / "train.py"))
+    forwards = {
+        call.scope().parent.scope().name if isinstance(call.scope(), nodes.ComprehensionScope) else call.scope().name:
+        call for call in module.nodes_of_class(nodes.Call) if call.as_string().startswith("model(x)")
+    }
+    assert project.missing_import_before(forwards["evaluate_stale"]) == "from src.models.rotation import Rotation"
+    assert project.missing_import_before(forwards["evaluate"]) is None
+    assert _codes(root / "train.py", "TP002") == [15]

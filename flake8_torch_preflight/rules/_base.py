@@ -57,8 +57,8 @@ class Rule:
             return
         from ..analysis.training import evaluation  # astroid only once a file is analysed
 
-        if evaluation.in_unit_test(node) or not evaluation.shipped_module(node.root()):
-            return  # a test, a scratch copy, a file that cannot import: the project's policy for every code
+        if not evaluation.reported_code(node):
+            return  # a test, a scratch copy, code an import stops: the project's policy for every code
         if self.skips_branches_not_taken:
             from ..analysis.semantic import branches
 

@@ -355,17 +355,43 @@ def missing_import(module: nodes.Module) -> Optional[str]:
         return None
     path = os.path.abspath(str(path))
     if path not in _MISSING:
-        _MISSING[path] = _first_missing(module, path)
+        _MISSING[path] = _first_missing(module.body, path)
     return _MISSING[path]
 
 
-def _first_missing(module: nodes.Module, path: str) -> Optional[str]:
+def missing_import_before(node: nodes.NodeNG) -> Optional[str]:
+    """An import of the project's own code that stops a function before ``node`` runs, as the import
+    reads, or None: among the statements of each function around ``node`` that come before the one
+    holding it, an unconditional import (not inside ``try``, ``if`` or a nested block) judged as
+    ``missing_import`` judges the module's (``from src.models.rotation2xyz import Rotation2xyz`` in an
+    evaluation function of a copied module whose ``src`` package the project does not hold)."""
+    module = node.root()
+    path = getattr(module, "file", None)
+    if not path or not os.path.isfile(str(path)):
+        return None
+    path = os.path.abspath(str(path))
+    statement = node.statement() if not isinstance(node, nodes.FunctionDef) else node
+    while statement is not None and not isinstance(statement.parent, nodes.Module):
+        parent = statement.parent
+        if isinstance(parent, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and statement in parent.body:
+            before = parent.body[: parent.body.index(statement)]
+            imports = [s for s in before if isinstance(s, (nodes.Import, nodes.ImportFrom))]
+            if imports:
+                text = _first_missing(imports, path)
+                if text is not None:
+                    return text
+        statement = parent
+    return None
+
+
+def _first_missing(statements: "List[nodes.NodeNG]", path: str) -> Optional[str]:
+    """The first of ``statements`` (a body's own statements) that is an import of the project that fails."""
     root = marked_root(path)
     if root is None:
         return None  # where the project's imports start is not known
     folder = os.path.dirname(path)
     absolute = _absolute_bases(root, folder)
-    for node in module.body:
+    for node in statements:
         if isinstance(node, nodes.ImportFrom):
             text = _unresolved_from(_relative_base(folder, node.level) if node.level else absolute, node)
         elif isinstance(node, nodes.Import):
@@ -396,6 +422,10 @@ def _absolute_bases(root: str, folder: str) -> List[str]:
     return bases
 
 
+#: Top-level packages that are only ever a project's own folder (the ``src`` layout run from the
+#: project's root), never an installed distribution: importing one the project lacks fails.
+PROJECT_ONLY_PACKAGES = frozenset({"src"})
+
 #: Files a module may be imported from (source, stubs, compiled extensions: ``_ext.cpython-311-x86_64.so``).
 MODULE_SUFFIXES = (".py", ".pyi", ".pyx", ".so", ".pyd")
 
@@ -414,8 +444,9 @@ def _has_entry(folder: str, name: str) -> bool:
 def _resolutions(bases: List[str], dotted: str) -> Optional[List[Optional[str]]]:
     """For each base holding the import's top package as a module file or regular package: the module's
     file, or its package's ``__init__.py``, or None when that base lacks the module.  None (no judgement)
-    when no base holds it, when it is a standard-library name, or when a namespace folder or a compiled
-    module is met on the way (another entry of ``sys.path`` may win, or the module is not read)."""
+    when no base holds it (an installed package; but ``[None]`` for one of ``PROJECT_ONLY_PACKAGES``), when
+    it is a standard-library name, or when a namespace folder or a compiled module is met on the way
+    (another entry of ``sys.path`` may win, or the module is not read)."""
     parts = [p for p in dotted.split(".") if p]
     if parts and parts[0] in getattr(sys, "stdlib_module_names", ()):
         return None
@@ -440,6 +471,8 @@ def _resolutions(bases: List[str], dotted: str) -> Optional[List[Optional[str]]]
             return None
         else:
             found.append(None)
+    if not found and parts and parts[0] in PROJECT_ONLY_PACKAGES:
+        return [None]  # ``from src.models import X`` in a project with no ``src`` folder
     return found or None
 
 

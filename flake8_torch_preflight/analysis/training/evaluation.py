@@ -882,6 +882,17 @@ def pytest_function(func: nodes.FunctionDef) -> bool:
     return test_module(func.root())
 
 
+def reported_code(node: nodes.NodeNG) -> bool:
+    """Findings on ``node`` are reported: it is not in a unit test (``in_unit_test``), its module is code
+    the project ships (``shipped_module``), and no import of the project's own code that fails stops the
+    functions around it before it runs (``project.missing_import_before``)."""
+    return (
+        not in_unit_test(node)
+        and shipped_module(node.root())
+        and project.missing_import_before(node) is None
+    )
+
+
 def in_unit_test(node: nodes.NodeNG) -> bool:
     """``node`` is inside a test function (``pytest_function``), nested functions included: code that
     runs once per test, on the test's own inputs, not a training or evaluation run."""
