@@ -124,10 +124,14 @@ def test_tp002_reads_the_callers_in_other_modules(tmp_path: Path) -> None:
     assert _tp002(root / "utils/validation.py") == [8]  # one caller does not
 
 
+BUILDS_TRAINER = "from trainer import BaseTrainer\n\n\ndef main(model, optimizer, loader):\n" \
+    "    t = BaseTrainer(model, optimizer)\n    t.train(loader)\n"
+
+
 def test_tp002_leaves_an_evaluation_nobody_runs(tmp_path: Path) -> None:
-    root = _project(tmp_path, {"trainer.py": TRAINER, "main.py": "def main(t, loader):\n    t.train(loader)\n"})
+    root = _project(tmp_path, {"trainer.py": TRAINER, "main.py": BUILDS_TRAINER})
     assert _tp002(root / "trainer.py") == []  # val() is called nowhere in the project
-    (root / "main.py").write_text("def main(t, loader):\n    t.train(loader)\n    t.val(loader)\n")
+    (root / "main.py").write_text(BUILDS_TRAINER + "    t.val(loader)\n")
     project.forget()
     assert _tp002(root / "trainer.py") == [14]
 
@@ -461,3 +465,129 @@ def test_no_finding_after_a_function_import_that_fails(tmp_path: Path) -> None:
     assert project.missing_import_before(forwards["evaluate_stale"]) == "from src.models.rotation import Rotation"
     assert project.missing_import_before(forwards["evaluate"]) is None
     assert _codes(root / "train.py", "TP002") == [15]
+
+
+RECURRENT = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+
+    class {name}(nn.Module):
+        def __init__(self, hidden):
+            super({name}, self).__init__()
+            self.hidden = hidden
+            self.rnn = nn.LSTM(300, hidden)
+
+        def forward(self, x):
+            h0 = torch.zeros(1, x.size(1), self.hidden).cuda()
+            c0 = torch.zeros(1, x.size(1), self.hidden).cuda()
+            return self.rnn(x, (h0, c0))[0]
+    """
+)
+USES_ONE = "from models.lstm import LSTMClassifier\n\nmodel = LSTMClassifier(256).cuda()\n"
+
+
+def test_no_finding_in_a_class_nothing_in_the_project_uses(tmp_path: Path) -> None:
+    """A model file keeping a variant no run builds is not reported; the same class is once a script, a
+    configuration or a notebook names it (in any case), or once the project is an installable package
+    (its classes are an API); its own ``super(Name, self)`` is no use.  One forward, one finding."""
+    root = _project(tmp_path, {
+        "models/lstm.py": RECURRENT.format(name="LSTMClassifier"),
+        "models/rcnn.py": RECURRENT.format(name="RCNN"),
+        "train.py": USES_ONE,
+    })
+    assert _codes(root / "models" / "lstm.py", "TP011") == [12]
+    assert _codes(root / "models" / "rcnn.py", "TP011") == []
+    (root / "train.py").write_text(USES_ONE + "# model = RCNN(256)\n")  # a comment is no use
+    project.forget()
+    assert _codes(root / "models" / "rcnn.py", "TP011") == []
+    (root / "config.yaml").write_text("model: rcnn\n")
+    project.forget()  # a new run reads the tree afresh
+    assert _codes(root / "models" / "rcnn.py", "TP011") == [12]
+
+
+def test_a_class_of_a_package_or_of_a_file_seen_alone_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "package").mkdir()
+    (tmp_path / "alone").mkdir()
+    package = _project(tmp_path / "package", {
+        "models/lstm.py": RECURRENT.format(name="LSTMClassifier"), "models/rcnn.py": RECURRENT.format(name="RCNN"),
+    }, marker="pyproject.toml")
+    assert _codes(package / "models" / "rcnn.py", "TP011") == [12]
+    alone = _project(tmp_path / "alone", {"rcnn.py": RECURRENT.format(name="RCNN")})
+    assert _codes(alone / "rcnn.py", "TP011") == [12]  # no other module: whether it is used cannot be told
+
+
+THIN_MODEL = textwrap.dedent(
+    """\
+    import torch.nn as nn
+
+
+    class AE(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.enc, self.dec = nn.Linear(n, 16), nn.Linear(16, n)
+
+        def forward(self, x):
+            return self.dec(self.enc(x))
+    """
+)
+THIN_SOLVER = textwrap.dedent(
+    """\
+    import torch
+    from torch.utils.data import DataLoader
+    from model import AE
+
+
+    class Solver:
+        def __init__(self, config):
+            self.config = config
+            self.build_model()
+
+        def build_model(self):
+            self.model = AE(self.config["n"]).cuda()
+            self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+
+        def train(self, steps):
+            loader = DataLoader(torch.load(self.config["data"]), batch_size=32, shuffle=True)
+            for x in loader:
+                loss = ((self.model(x.cuda()) - x.cuda()) ** 2).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+            torch.save(self.model.state_dict(), "ae.pt")
+    """
+)
+THIN_MAIN = textwrap.dedent(
+    """\
+    import json
+    import torch
+    import sys
+    {imports}
+    from solver import Solver
+
+    if __name__ == "__main__":
+        config = json.load(open(sys.argv[1]))
+        {seed}
+        solver = Solver(config)
+        solver.train(1000)
+    """
+)
+
+
+def test_tp009_a_thin_entry_script_whose_draws_are_in_project_modules(tmp_path: Path) -> None:
+    """``Solver(config).train()``: the model is built through a method the constructor calls, in a module
+    the script imports, and the loader shuffles in another method.  The finding is at the script's call
+    that runs the first draw; a seed set before it, directly or through a project helper, silences it."""
+    root = _project(tmp_path, {
+        "model.py": THIN_MODEL, "solver.py": THIN_SOLVER,
+        "utils.py": "import random\n\nimport numpy as np\nimport torch\n\n\ndef set_seed(s):\n"
+                    "    random.seed(s)\n    np.random.seed(s)\n    torch.manual_seed(s)\n",
+        "train.py": THIN_MAIN.format(imports="", seed="pass"),
+        "seeded.py": THIN_MAIN.format(imports="", seed="torch.manual_seed(0)"),
+        "helper.py": THIN_MAIN.format(imports="from utils import set_seed", seed="set_seed(0)"),
+    })
+    assert _codes(root / "train.py", "TP009") == [10]
+    assert _codes(root / "seeded.py", "TP009") == []
+    assert _codes(root / "helper.py", "TP009") == []
+    assert _codes(root / "solver.py", "TP009") == []  # a module of definitions: not a run

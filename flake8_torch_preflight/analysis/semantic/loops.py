@@ -191,6 +191,22 @@ def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     return func
 
 
+def project_callee(call: nodes.Call) -> "Tuple[Optional[nodes.FunctionDef], Optional[nodes.ClassDef]]":
+    """The function of another module of the project that ``call`` runs, and the class when it builds
+    one: a function (``utils.setup(cfg)``), a method of an instance of a project class
+    (``solver.train(n)``), or a project class's ``__init__`` (``Solver(cfg)``, with the class).
+    (None, None) for the checked file's own functions (expanded by the run where it calls them),
+    torch's stubs and libraries."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return None, None
+    target = infer.safe_infer(call.func)
+    klass = target if isinstance(target, nodes.ClassDef) else None
+    func = infer.own_method(klass, "__init__") if klass is not None else infer.function_def(call.func)
+    if func is None or func.root() is call.root() or not brain.project_module(str(func.root().name)):
+        return None, None
+    return func, klass
+
+
 _PROJECT_IMPORTS: "Dict[nodes.Module, Set[str]]" = memo.per_file()
 
 

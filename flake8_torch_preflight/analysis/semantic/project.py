@@ -110,6 +110,43 @@ def packaged(path: str) -> bool:
     return any(os.path.exists(os.path.join(root, marker)) for marker in PACKAGE_MARKERS)
 
 
+#: Files of the project that may name a class for a run to use: its modules, notebooks, configurations,
+#: scripts and documents (``--model RCNN`` in a README or a shell script, ``model: RCNN`` in a YAML recipe).
+NAMING_SUFFIXES = (
+    ".py", ".pyi", ".ipynb", ".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".txt", ".sh", ".md", ".rst",
+)
+
+
+def named_elsewhere(name: str, path: str) -> Optional[bool]:
+    """Whether another file of the project names ``name`` (a whole word, in any case: registries that
+    lower-case class names count), outside comment lines of its Python modules: True or False, or None
+    when it cannot be told (no root marker above ``path``, no other Python module in the project, too
+    many files, or a file that cannot be read).  An application's file seen in its project, not a file
+    linted alone."""
+    path = os.path.abspath(path)
+    root = marked_root(path)
+    if root is None:
+        return None
+    word = re.compile(r"\b{}\b".format(re.escape(name)), re.IGNORECASE)
+    modules = 0
+    for other in project_files(root):
+        if other is None:
+            return None
+        if os.path.abspath(other) == path or not other.endswith(NAMING_SUFFIXES):
+            continue
+        modules += other.endswith(".py")
+        text = source(other)
+        if text is None:
+            return None
+        if word.search(text) is None:
+            continue
+        if not other.endswith(".py"):
+            return True
+        if any(word.search(line) and not line.lstrip().startswith("#") for line in text.splitlines()):
+            return True
+    return False if modules else None
+
+
 _SOURCES: "Dict[str, Tuple[Tuple[int, float], Optional[str]]]" = {}
 
 

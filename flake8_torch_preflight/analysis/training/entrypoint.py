@@ -345,6 +345,8 @@ def _repeated(call: nodes.Call, calls: List[nodes.Call], depth: int) -> bool:
 
 
 def _fits(calls: List[nodes.Call]) -> bool:
+    """A call of the run trains in a loop of its own: a trainer object's ``fit``/``train()``, or a
+    function of another module of the project whose body runs the steps (``trains_in_project``)."""
     for call in calls:
         if infer.call_name(call) in TRAINING_CALLS and infer.dotted_name(call.func) is None:
             if loops.local_helper(call) is None:  # the file's own ``def fit(steps)`` is expanded, not a trainer
@@ -352,7 +354,32 @@ def _fits(calls: List[nodes.Call]) -> bool:
         if infer.method_name(call) == "train" and not call.args and not call.keywords:
             if not _module_receiver(call.func.expr):  # type: ignore[union-attr]
                 return True
+        if trains_in_project(call):
+            return True
     return False
+
+
+#: How many levels of the project's functions ``trains_in_project`` reads below the call.
+PROJECT_TRAINING_DEPTH = 2
+
+_TRAINS_IN_PROJECT: "Dict[int, bool]" = memo.per_file()
+
+
+def trains_in_project(call: nodes.Call, depth: int = PROJECT_TRAINING_DEPTH) -> bool:
+    """``call`` runs a function of another module of the project (``loops.project_callee``:
+    ``solver.train(n)``, ``Trainer(cfg).run()``) whose body, or a function of the project it calls,
+    both runs a backward and steps an optimizer: the training loop of a thin entry script."""
+    func, _ = loops.project_callee(call)
+    if func is None:
+        return False
+    key = id(func)
+    if key not in _TRAINS_IN_PROJECT:
+        _TRAINS_IN_PROJECT[key] = False  # a recursive project call reads as not training
+        inner = loops.calls_in(list(func.body), depth, callee=loops.local_helper, expanded={key}, as_run=True)
+        _TRAINS_IN_PROJECT[key] = any(infer.method_name(c) in TRAINING_METHODS for c in inner) and any(
+            _steps_optimizer(c) for c in inner
+        )
+    return _TRAINS_IN_PROJECT[key]
 
 
 def _module_receiver(expr: nodes.NodeNG) -> bool:

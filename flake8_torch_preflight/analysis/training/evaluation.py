@@ -707,7 +707,42 @@ def volatile_input(call: nodes.Call) -> bool:
     """An argument of the forward is ``Variable(x, volatile=True)`` (inline, or every assignment
     reaching the name, moves and casts left aside): in the PyTorch the file is written for (0.3 and
     before) the forward builds no graph, an inference forward."""
-    return any(_always(a, _volatile_variable) for a in _arguments(call))
+    return any(_always(a, _volatile_variable) or _volatile_returned(a) for a in _arguments(call))
+
+
+def _volatile_returned(expr: nodes.NodeNG) -> bool:
+    """``expr`` is a name unpacked from a call of a function of the project whose every return puts,
+    in that place, ``Variable(..., volatile=flag)`` with the flag true for that call: a literal
+    ``True``, or a parameter the call passes ``True`` for or whose default is ``True``
+    (``data, targets = get_batch(source, i, evaluation=True)`` where ``get_batch`` returns
+    ``Variable(source[i:j], volatile=evaluation), target``)."""
+    unpacked = dataflow.unpacked_from_call(expr) if isinstance(expr, nodes.Name) else None
+    if unpacked is None or not isinstance(unpacked[0].func, (nodes.Name, nodes.Attribute)):
+        return False
+    call, index, count = unpacked
+    func = infer.function_def(call.func)
+    if func is None or not (func.root() is call.root() or brain.project_module(str(func.root().name))):
+        return False
+    params = [a.name for a in func.args.args or []]
+    if func.is_method() and func.type == "method":
+        params = params[1:]
+    returns = [r.value for r in func.nodes_of_class(nodes.Return) if r.scope() is func]
+    for value in returns:
+        if not isinstance(value, nodes.Tuple) or len(value.elts) != count:
+            return False
+        element = value.elts[index]
+        if isinstance(element, nodes.Name):
+            values = dataflow.assigned_values(element)
+            element = values[0] if values and len(values) == 1 else element
+        if not (isinstance(element, nodes.Call) and infer.dotted_name(element.func) == VARIABLE):
+            return False
+        flag = infer.argument(element, "volatile", 2)
+        if isinstance(flag, nodes.Name) and flag.name in params:
+            passed = infer.argument(call, flag.name, params.index(flag.name))
+            flag = passed if passed is not None else infer.parameter_default(flag)
+        if not (isinstance(flag, nodes.Const) and flag.value is True):
+            return False
+    return bool(returns)
 
 
 def single_item_input(call: nodes.Call) -> bool:
@@ -890,7 +925,58 @@ def reported_code(node: nodes.NodeNG) -> bool:
         not in_unit_test(node)
         and shipped_module(node.root())
         and project.missing_import_before(node) is None
+        and not in_unused_class(node)
     )
+
+
+def in_unused_class(node: nodes.NodeNG) -> bool:
+    """``node`` is in a class of a module of an application (a project that is no installable package)
+    that nothing uses: a class of the module's top level, with no decorator (a registry's), that no
+    statement of its own module outside the class names, nor any other file of the project
+    (``project.named_elsewhere``: modules, notebooks, configurations, scripts, documents).  A model file
+    keeping a legacy variant that no run builds (``class sinc_conv`` beside the ``SincConv_fast`` the
+    model uses).  Unknown (the file seen alone, no other module) is not unused."""
+    klass = node if isinstance(node, nodes.ClassDef) else node.frame()
+    while isinstance(klass, nodes.FunctionDef) or (
+        isinstance(klass, nodes.ClassDef) and not isinstance(klass.parent, nodes.Module)
+    ):
+        klass = klass.parent.frame() if klass.parent is not None else None
+    if not isinstance(klass, nodes.ClassDef) or klass.decorators is not None:
+        return False
+    module = klass.root()
+    path = getattr(module, "file", None)
+    if not path or project.packaged(str(path)):
+        return False
+    key = id(klass)
+    if key not in _UNUSED:
+        _UNUSED[key] = not _named_in_module(klass) and project.named_elsewhere(klass.name, str(path)) is False
+    return _UNUSED[key]
+
+
+_UNUSED: "Dict[int, bool]" = memo.per_file()
+
+
+def _named_in_module(klass: nodes.ClassDef) -> bool:
+    """A statement of the class's module outside the class names it (a name, an attribute, a string)."""
+    wanted = klass.name.lower()
+    for found in klass.root().nodes_of_class((nodes.Name, nodes.AssignName, nodes.Attribute, nodes.Const)):
+        if isinstance(found, nodes.Const):
+            text = found.value.lower() if isinstance(found.value, str) else ""
+            hit = bool(re.search(r"\b{}\b".format(re.escape(wanted)), text))
+        else:
+            hit = (found.name if isinstance(found, (nodes.Name, nodes.AssignName)) else found.attrname).lower() == wanted
+        if hit and not _inside(found, klass):
+            return True
+    return False
+
+
+def _inside(node: nodes.NodeNG, klass: nodes.ClassDef) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent is klass:
+            return True
+        parent = parent.parent
+    return False
 
 
 def in_unit_test(node: nodes.NodeNG) -> bool:

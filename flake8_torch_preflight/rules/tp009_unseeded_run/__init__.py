@@ -87,7 +87,7 @@ COMMENTED_SEED = re.compile(
 @register
 class UnseededRun(Rule):
     code, slug = "TP009", "unseeded-run"
-    requires = text_gate(r"backward|\.fit\(|\.train\(\)")
+    requires = text_gate(r"backward|\.fit\(|\.train\(")
     message = "{draw} uses the {generator} RNG, {state}: not reproducible; {fix}"
     quoted = ("draw",)
     rationale = (
@@ -285,6 +285,9 @@ class _RandomState:
         #: Global generators drawn where the finding has no line: project modules the run calls into,
         #: and its data path (named in the message, never reported alone).
         self.unseen: Set[str] = set()
+        #: The file's calls that run such draws (``randomness.Effect.through``): where a run whose every
+        #: draw is in the project's other modules is reported.
+        self.through: Dict[str, Tuple[nodes.Call, str]] = {}
         effects = [effect(call) for call in self.calls]
         choices = seed_choices(self.calls, effects)
         loaded = _loaded_classes(self.calls)
@@ -307,6 +310,14 @@ class _RandomState:
                 self.intent = True
             elif found.kind == RESEED:
                 self.reseeded = True
+            elif call.root() is module and found.through:
+                self.weights = self.weights or found.weights
+                self.unseen |= found.generators
+                for generator in found.generators:
+                    self.through.setdefault(generator, (call, found.label))
+                    if found.weights and generator in _SEEDERS and generator not in seeded and \
+                            not weights_replaced(call):
+                        self.early.setdefault(generator, (call, found.label))
             elif call.root() is module:
                 self.weights = self.weights or found.weights
                 for generator in found.generators:
@@ -339,6 +350,11 @@ class _RandomState:
         """(draw, generator, message fields) for each finding of the run."""
         found: List[Tuple[nodes.Call, str, Dict[str, str]]] = []
         unseeded = [g for g in self.draws if g not in self.seeded]
+        if not any(g in _SEEDERS for g in unseeded):
+            for generator, draw in self.through.items():  # every draw is in another module: at its call
+                if generator not in self.seeded and generator in _SEEDERS:
+                    self.draws.setdefault(generator, draw)
+                    unseeded.append(generator)
         shared = [g for g in unseeded if g in _SEEDERS]  # the global generators: one root cause, one finding
         if shared:
             first = min(shared, key=lambda g: self.calls.index(self.draws[g][0]))

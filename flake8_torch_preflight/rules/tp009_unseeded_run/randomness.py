@@ -217,6 +217,9 @@ class Effect(NamedTuple):
     #: A seed the run places with a seeding call of its own (``torch.manual_seed``, ``set_seed``, a project
     #: helper that calls one), not one made by building a trainer or by a function only handed a seed.
     placed: bool = True
+    #: A draw made inside another module of the project, labelled by the call of the checked file that
+    #: runs it (``Solver(cfg)``): reported there only when the run has no draw of its own in the file.
+    through: bool = False
 
 
 def _seed(*generators: str) -> Effect:
@@ -392,7 +395,7 @@ def _local(call: nodes.Call, qname: str, depth: int) -> Optional[Effect]:
     return (
         _project_seeds(call, depth)
         or _seed_named(call, qname.rsplit(".", 1)[-1])
-        or _project_constructor_draws(call, depth)
+        or _project_draws(call, depth)
         or _fresh_model(call)
     )
 
@@ -558,34 +561,47 @@ def _third_party(call: nodes.Call, dotted: str, depth: int) -> Optional[Effect]:
     return (
         _project_seeds(call, depth)
         or _seed_named(call, dotted.rsplit(".", 1)[-1])
-        or _project_constructor_draws(call, depth)
+        or _project_draws(call, depth)
         or _fresh_model(call)
     )
 
 
-def _project_constructor_draws(call: nodes.Call, depth: int) -> Optional[Effect]:
-    """Building a class of another readable module of the project whose ``__init__`` draws
-    (``Translator(...)`` from ``src/model.py`` builds ``nn.Linear`` layers; a dataset that fills
-    itself with ``torch.rand``): the first generator its constructor draws from."""
+#: How many levels of the project's own functions a call of another module is read through for draws
+#: (``Solver(config)`` -> ``Solver.__init__`` -> ``self.build_model()`` -> ``AE(...)``).
+PROJECT_DRAW_DEPTH = 2
+
+
+def _project_draws(call: nodes.Call, depth: int) -> Optional[Effect]:
+    """What calling a function, a method or a class of another readable module of the project draws:
+    the body it runs (the function, the method of an instance of a project class, or the class's
+    ``__init__``) and the project functions and methods that body calls (``PROJECT_DRAW_DEPTH``) are
+    read, and the global generators they draw from are the call's draw, labelled by the call
+    (``Translator(...)`` whose layers initialise their weights; ``Solver(cfg)`` whose ``__init__``
+    builds the model through a method of its own; ``solver.train()`` shuffling its loader).  A thin
+    entry script whose every draw is in the project's other modules has its draw at that call."""
     if depth <= 0:
-        return None
-    klass = infer.safe_infer(call.func)
-    if not isinstance(klass, nodes.ClassDef) or klass.root() is call.root():
         return None
     if device.built_empty(call) or parameters_only(call):
         return None  # built on the meta device / under empty_init, or never applied: its weights reach nothing
-    if str(klass.root().name).split(".")[0] in _CLASSIFIED_ROOTS:
-        return None  # torch (stubs), numpy, random: classified by name above
-    init = klass.locals.get("__init__")
-    if not init or not isinstance(init[0], nodes.FunctionDef):
+    func, klass = loops.project_callee(call)
+    if func is None or str(func.root().name).split(".")[0] in _CLASSIFIED_ROOTS:
         return None
-    for inner in infer.iter_calls(init[0]):
-        found = effect(inner, depth - 1)
-        if found is not None and found.kind == DRAW and TORCH in found.generators:
-            weights = infer.class_is_subclass_of(klass, MODULE_BASES)
-            label = "{} ({})".format(_label(call), "weight init" if weights else "constructor")
-            return Effect(DRAW, frozenset({TORCH}), label, weights)
-    return None
+    generators: Set[str] = set()
+    first = ""
+    initialises = False  # some draw initialises a module's weights (``self.model = AE(n)`` on the way)
+    for found in _function_effects(func, PROJECT_DRAW_DEPTH, {id(func)}):
+        if found.kind in (SEED, RESEED):
+            return None  # it seeds (or reseeds) on the way: what it draws is that seed's business
+        if found.kind == DRAW and found.generators & ALL_GENERATORS:
+            generators |= found.generators & ALL_GENERATORS
+            first = first or found.label
+            initialises = initialises or found.weights
+    if not generators:
+        return None
+    if klass is not None and infer.class_is_subclass_of(klass, MODULE_BASES):
+        return Effect(DRAW, frozenset(generators), "{} (weight init)".format(_label(call)), True, through=True)
+    label = "{} (its {})".format(_label(call), first.split("(")[0] + "(...)")
+    return Effect(DRAW, frozenset(generators), label, initialises, through=True)
 
 
 #: Words of a constructor's keyword that may hand it trained weights (``pretrained=True``, ``checkpoint=path``):

@@ -92,7 +92,9 @@ class RedundantTransfer(Rule):
         "``repeat_interleave`` by a tensor of counts, or a model called before it whose forward, or a layer "
         "it builds, waits: a host tensor copied in every graph convolution): it adds a small transfer, not a "
         "stall. One statement "
-        "is one finding (``torch.cat((torch.ones(n, 1).cuda(), torch.zeros(n, k).cuda()))`` has one fix)."
+        "is one finding (``torch.cat((torch.ones(n, 1).cuda(), torch.zeros(n, k).cuda()))`` has one fix), and "
+        "so is one forward() that builds several tensors on the host (an LSTM's h0 and c0, in each branch): "
+        "the first is reported."
     )
     example_bad = (
         "import torch\n"
@@ -129,7 +131,7 @@ class RedundantTransfer(Rule):
 
     def __init__(self, ctx: "FileContext") -> None:
         super().__init__(ctx)
-        self._statements: Set[int] = set()  # ids of the statements already reported
+        self._statements: Set[int] = set()  # ids of the statements (and forwards) already reported
 
     def visit_call(self, node: nodes.Call) -> None:
         method = infer.method_name(node)
@@ -184,6 +186,11 @@ class RedundantTransfer(Rule):
         if statement in self._statements:
             return  # ``torch.cat((torch.ones(n, 1).cuda(), torch.zeros(n, k).cuda()))``: one fix, one finding
         self._statements.add(statement)
+        if fields.get("how") == BUILT.format("forward"):
+            forward = id(node.scope())
+            if forward in self._statements:
+                return  # ``h0 = torch.zeros(...).cuda(); c0 = torch.zeros(...).cuda()``: one forward, one fix
+            self._statements.add(forward)
         self.report(node, **fields)
 
 
