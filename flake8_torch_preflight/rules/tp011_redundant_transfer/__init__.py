@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 from astroid import nodes
+from astroid.exceptions import AstroidError
 
 from ...analysis.semantic import branches, dataflow, infer, loops, memo, static_values
 from ...analysis.training import device, models, origins, param_count, training_step
@@ -91,7 +92,9 @@ class RedundantTransfer(Rule):
         "in the same iteration or forward already made the host wait for (``.item()``, ``torch.unique``, "
         "``repeat_interleave`` by a tensor of counts, or a model called before it whose forward, or a layer "
         "it builds, waits: a host tensor copied in every graph convolution): it adds a small transfer, not a "
-        "stall. One statement "
+        "stall. The state a recurrence starts from (an LSTM's h0 and c0 handed to nn.LSTM/GRU/RNN or a cell, "
+        "or a state a call rebinds step after step) is left alone: layers x directions x hidden values a "
+        "sample, one step of the output for the whole sequence the forward runs over. One statement "
         "is one finding (``torch.cat((torch.ones(n, 1).cuda(), torch.zeros(n, k).cuda()))`` has one fix), and "
         "so is one forward() that builds several tensors on the host (an LSTM's h0 and c0, in each branch): "
         "the first is reported."
@@ -153,6 +156,8 @@ class RedundantTransfer(Rule):
             return  # a label or weight per sample: the copy is microseconds, the stall between kernels too
         if loop is None:
             built = _shape_factory(receiver)
+            if built is not None and _initial_state(node):
+                return  # a recurrence's starting state: layers x hidden values a sample, once a sequence
             if built is not None:
                 self._report(node, what=built, how=BUILT.format("forward"), cost=_cost(node, _TENSOR_COST),
                              fix=BUILD_THERE.format(_on_device(node)))
@@ -192,6 +197,57 @@ class RedundantTransfer(Rule):
                 return  # ``h0 = torch.zeros(...).cuda(); c0 = torch.zeros(...).cuda()``: one forward, one fix
             self._statements.add(forward)
         self.report(node, **fields)
+
+
+#: Recurrent layers (``nn.LSTM``, ``nn.GRUCell``...): their second argument is the state the recurrence starts from.
+RECURRENT_LAYERS = frozenset({"torch.nn.RNNBase", "torch.nn.RNNCellBase"})
+
+
+def _initial_state(node: nodes.Call) -> bool:
+    """The tensor ``node`` sends is the state a recurrence starts from: the name it is assigned to
+    (through ``Variable(...)`` too) is read only as the state argument of a recurrent layer
+    (``self.lstm(x, (h0, c0))``, ``self.cell(x_t, hx=h)``) or of a call whose result rebinds it
+    (``h = self.gru(x[:, t], h)`` in a loop over time steps: a cell of the project).  Such a state holds
+    layers x directions x hidden values a sample, a step of the output, for a whole sequence the
+    forward runs over: its copy is small next to the work it starts (``torch.zeros(1, b, 256).cuda()``)."""
+    value: nodes.NodeNG = node
+    while isinstance(value.parent, nodes.Call) and value in value.parent.args and \
+            infer.dotted_name(value.parent.func) == VARIABLE:
+        value = value.parent
+    binding = dataflow.assigned_name(value)
+    if binding is None:
+        return False
+    states = [use for use in dataflow.name_uses(binding) if _state_argument(use, binding.name)]
+    others = [use for use in dataflow.name_uses(binding) if use not in states]
+    return bool(states) and all(_rebound_too(use, binding) for use in others)
+
+
+def _rebound_too(use: nodes.Name, binding: nodes.AssignName) -> bool:
+    """``use`` may also read a later binding of its name (``return self.fc(h_t)`` after the loop that
+    rebinds ``h_t``): what it reads is the recurrence's state, not only the initial one."""
+    try:
+        _, bindings = use.lookup(use.name)
+    except (AstroidError, RecursionError):
+        return False
+    return any(other is not binding for other in bindings)
+
+
+def _state_argument(use: nodes.Name, name: str) -> bool:
+    argument: nodes.NodeNG = use
+    while isinstance(argument.parent, nodes.Tuple):
+        argument = argument.parent  # ``(h0, c0)``
+    call = argument.parent
+    if isinstance(call, nodes.Keyword) and call.arg == "hx":
+        argument, call = call, call.parent
+    if not isinstance(call, nodes.Call) or argument is call.func or (call.args and argument is call.args[0]):
+        return False
+    if infer.is_instance_of(call.func, RECURRENT_LAYERS):
+        return True
+    target = call.parent
+    if isinstance(target, nodes.Assign):
+        bound = [n.name for t in target.targets for n in t.nodes_of_class(nodes.AssignName)]
+        return name in bound  # ``h_t, c_t = self.lstm(x[:, t], (h_t, c_t))``: carried from step to step
+    return False
 
 
 _TENSOR_COST = "a sync per step"  # a blocking host-to-device copy ends in cudaStreamSynchronize
