@@ -591,3 +591,60 @@ def test_tp009_a_thin_entry_script_whose_draws_are_in_project_modules(tmp_path: 
     assert _codes(root / "seeded.py", "TP009") == []
     assert _codes(root / "helper.py", "TP009") == []
     assert _codes(root / "solver.py", "TP009") == []  # a module of definitions: not a run
+
+
+SAMPLER = textwrap.dedent(
+    """\
+    import random
+
+    import numpy as np
+
+
+    class Batches:
+        def __init__(self, items):
+            self.items = items
+            self.tag = "".join(random.sample("abcdefgh", 3))  # a name drawn when built
+
+        def sample(self, n):
+            return [self.items[i] for i in np.random.randint(0, len(self.items), n)]
+    """
+)
+STAR_SEEDED = textwrap.dedent(
+    """\
+    import random
+
+    import torch
+    from sampler import *
+    from helpers import *
+
+
+    def train(items):
+        {seeds}
+        model = torch.nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        batches = Batches(items)
+        for step in range(100):
+            loss = model(torch.stack(batches.sample(8))).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        train(torch.load("items.pt"))
+    """
+)
+
+
+def test_tp009_numpy_seeded_through_a_star_import(tmp_path: Path) -> None:
+    """``np`` bound only by ``from helpers import *`` of a module importing NumPy: ``np.random.seed`` seeds
+    NumPy (a project method's NumPy draws are then seeded); without it the method's draw is reported at
+    its call.  A helper object's constructor drawing a name from ``random`` is no training draw."""
+    seeds = "random.seed(0)\n    np.random.seed(0)\n    torch.manual_seed(0)"
+    root = _project(tmp_path, {
+        "sampler.py": SAMPLER, "helpers.py": "import numpy as np\n",
+        "seeded.py": STAR_SEEDED.format(seeds=seeds),
+        "unseeded.py": STAR_SEEDED.format(seeds="random.seed(0)\n    torch.manual_seed(0)"),
+    })
+    assert _codes(root / "seeded.py", "TP009") == []
+    assert _codes(root / "unseeded.py", "TP009") == [15]

@@ -707,7 +707,40 @@ def volatile_input(call: nodes.Call) -> bool:
     """An argument of the forward is ``Variable(x, volatile=True)`` (inline, or every assignment
     reaching the name, moves and casts left aside): in the PyTorch the file is written for (0.3 and
     before) the forward builds no graph, an inference forward."""
-    return any(_always(a, _volatile_variable) or _volatile_returned(a) for a in _arguments(call))
+    return any(_volatile(a, VOLATILE_HOPS) for a in _arguments(call))
+
+
+#: How many assignments and operations ``_volatile`` follows back from a forward's argument.
+VOLATILE_HOPS = 8
+
+
+def _volatile(expr: nodes.NodeNG, hops: int) -> bool:
+    """``expr`` is volatile in PyTorch 0.3: ``Variable(x, volatile=True)`` (``_always``: every value reaching
+    a name), a volatile variable a project helper returns (``_volatile_returned``), or the result of any
+    operation or call one of whose inputs is volatile (the rule of that version: ``torch.cat([data,
+    data_oe])``, ``output.view(-1, n)``, ``model.decoder(output)`` of a forward's volatile output)."""
+    if _always(expr, _volatile_variable) or _volatile_returned(expr):
+        return True
+    if hops <= 0:
+        return False
+    if isinstance(expr, nodes.Name):
+        unpacked = dataflow.unpacked_from_call(expr)
+        if unpacked is not None:
+            return _volatile(unpacked[0], hops - 1)  # ``output, hidden = model(data, hidden)``
+        values = _reaching(expr)
+        return bool(values) and all(_volatile(value, hops - 1) for value in values)  # type: ignore[union-attr]
+    if isinstance(expr, nodes.Call):
+        inputs = _arguments(expr)
+        if isinstance(expr.func, nodes.Attribute) and not isinstance(infer.safe_infer(expr.func.expr), nodes.Module):
+            inputs.append(expr.func.expr)  # a method of a tensor or of a module's output: ``output.view(...)``
+    elif isinstance(expr, (nodes.BinOp, nodes.Subscript, nodes.Attribute, nodes.Starred)):
+        inputs = list(expr.get_children())
+    else:
+        return False
+    flat: List[nodes.NodeNG] = []
+    for item in inputs:
+        flat.extend(item.elts if isinstance(item, (nodes.List, nodes.Tuple)) else [item])
+    return any(_volatile(item, hops - 1) for item in flat)
 
 
 def _volatile_returned(expr: nodes.NodeNG) -> bool:

@@ -309,23 +309,33 @@ _CONVENTIONAL_MODULES = {"torch": "torch", "np": "numpy", "numpy": "numpy", "ran
 
 
 def _through_star_import(func: nodes.NodeNG) -> Optional[str]:
-    """``torch.manual_seed`` where the file binds ``torch`` only through ``from utils import *`` of a
-    module the analysis cannot read: the conventional module's dotted name, else None."""
-    if not isinstance(func, nodes.Attribute) or not isinstance(func.expr, nodes.Name):
+    """``np.random.seed`` where the file binds ``np`` only through ``from utils import *`` (of a module
+    the analysis cannot read, or of one that imports NumPy, which is never read): the conventional
+    module's dotted name, else None."""
+    attributes: List[str] = []
+    base = func
+    while isinstance(base, nodes.Attribute):
+        attributes.insert(0, base.attrname)
+        base = base.expr
+    if not attributes or not isinstance(base, nodes.Name):
         return None
-    module = _CONVENTIONAL_MODULES.get(func.expr.name)
+    module = _CONVENTIONAL_MODULES.get(base.name)
     if module is None:
         return None
     try:
-        _, bindings = func.expr.lookup(func.expr.name)
+        _, bindings = base.lookup(base.name)
     except (AstroidError, RecursionError):
         return None
-    if bindings:
+    if any(not _star_import(binding) for binding in bindings):
         return None  # bound in the file: inference and the imports decide
     root = func.root()
-    if not any(isinstance(i, nodes.ImportFrom) and any(n == "*" for n, _ in i.names) for i in root.body):
+    if not any(_star_import(statement) for statement in root.body):
         return None
-    return "{}.{}".format(module, func.attrname)
+    return ".".join([module] + attributes)
+
+
+def _star_import(node: nodes.NodeNG) -> bool:
+    return isinstance(node, nodes.ImportFrom) and any(name == "*" for name, _ in node.names)
 
 
 def _plain_method_call(call: nodes.Call) -> bool:
@@ -577,8 +587,9 @@ def _project_draws(call: nodes.Call, depth: int) -> Optional[Effect]:
     ``__init__``) and the project functions and methods that body calls (``PROJECT_DRAW_DEPTH``) are
     read, and the global generators they draw from are the call's draw, labelled by the call
     (``Translator(...)`` whose layers initialise their weights; ``Solver(cfg)`` whose ``__init__``
-    builds the model through a method of its own; ``solver.train()`` shuffling its loader).  A thin
-    entry script whose every draw is in the project's other modules has its draw at that call."""
+    builds the model through a method of its own; ``solver.train()`` shuffling its loader); a class's
+    constructor counts torch's draws only.  A thin entry script whose every draw is in the project's
+    other modules has its draw at that call."""
     if depth <= 0:
         return None
     if device.built_empty(call) or parameters_only(call):
@@ -589,11 +600,14 @@ def _project_draws(call: nodes.Call, depth: int) -> Optional[Effect]:
     generators: Set[str] = set()
     first = ""
     initialises = False  # some draw initialises a module's weights (``self.model = AE(n)`` on the way)
+    # A constructor counts torch's draws (weights, a dataset filled with torch.rand); what a helper object
+    # draws from ``random`` or NumPy when built is often a name (a checkpoint's random suffix), not training.
+    counted = frozenset({TORCH}) if klass is not None else ALL_GENERATORS
     for found in _function_effects(func, PROJECT_DRAW_DEPTH, {id(func)}):
         if found.kind in (SEED, RESEED):
             return None  # it seeds (or reseeds) on the way: what it draws is that seed's business
-        if found.kind == DRAW and found.generators & ALL_GENERATORS:
-            generators |= found.generators & ALL_GENERATORS
+        if found.kind == DRAW and found.generators & counted:
+            generators |= found.generators & counted
             first = first or found.label
             initialises = initialises or found.weights
     if not generators:
