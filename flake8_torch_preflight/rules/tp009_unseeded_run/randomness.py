@@ -749,21 +749,21 @@ def _seed_named(call: nodes.Call, last: str) -> Optional[Effect]:
 def seed_choices(calls: Sequence[nodes.Call], effects: Sequence[Optional[Effect]]) -> Set[int]:
     """The draws of ``calls`` that only choose a seed: the value is bound to a name or attribute that a
     seeding call of the run is handed (``if args.seed is None: args.seed = random.randint(1, 10000)``
-    then ``np.random.seed(args.seed)``).  Such a draw shows the intent to seed, it does not draw for
-    the training; the generators left unseeded are reported at their own draws."""
+    then ``np.random.seed(args.seed)``), or to one named a seed (``seed = random.randint(0, 10**6)``
+    when ``--seed`` is negative).  Such a draw shows the intent to seed, it does not draw for the
+    training; the generators left unseeded are reported at their own draws."""
     handed: Set[str] = set()
     for call, found in zip(calls, effects):
         if found is not None and found.kind == SEED:
             for arg in list(call.args) + [kw.value for kw in call.keywords or ()]:
                 handed.update(dataflow.binding_text(n) for n in arg.nodes_of_class((nodes.Name, nodes.Attribute)))
     chosen: Set[int] = set()
-    if not handed:
-        return chosen
     for call, found in zip(calls, effects):
         if found is None or found.kind != DRAW or not isinstance(call.parent, nodes.Assign):
             continue
         targets = call.parent.targets
-        if all(isinstance(t, (nodes.AssignName, nodes.AssignAttr)) and dataflow.binding_text(t) in handed
+        if all(isinstance(t, (nodes.AssignName, nodes.AssignAttr))
+               and (dataflow.binding_text(t) in handed or "seed" in _name_words(_target_name(t) or ""))
                for t in targets):
             chosen.add(id(call))
     return chosen

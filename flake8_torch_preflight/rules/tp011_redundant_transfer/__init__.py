@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 from astroid import nodes
+from astroid.const import Context
 from astroid.exceptions import AstroidError
 
 from ...analysis.semantic import branches, dataflow, infer, loops, memo, static_values
@@ -357,11 +358,51 @@ def _host_waits_before(node: nodes.NodeNG) -> bool:
     same loop iteration or function call (``loops.run_before``): in a statement before it in the same
     block or an enclosing one (an ``if``'s test, a loop's iterable, a ``with`` block; not the bodies of
     branches and loops, which may not run)."""
-    return any(
-        _waits_for_device(call)
-        for statement in loops.run_before(node, within_iteration=True)
-        for call in _always_run_calls(statement)
-    )
+    for statement in loops.run_before(node, within_iteration=True):
+        if any(_waits_for_device(call) for call in _always_run_calls(statement)):
+            return True
+        if not hasattr(statement, "body") and any(_mask_indexing(s) for s in statement.nodes_of_class(nodes.Subscript)):
+            return True
+    return False
+
+
+#: Methods and functions whose result is a boolean (or ``uint8``) mask.
+MASK_METHODS = frozenset({"bool", "byte", "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or",
+                          "logical_not", "isnan", "isinf", "isfinite"})
+#: Legacy tensor types of masks (``torch.cuda.ByteTensor(n)``), matched on the last part of a ``torch`` name:
+#: the stubs do not define the legacy types.
+MASK_TENSOR_TYPES = frozenset({"BoolTensor", "ByteTensor"})
+
+
+def _mask_indexing(subscript: nodes.Subscript) -> bool:
+    """``pred[mask]`` with a boolean mask of a value not provably on the host: like ``masked_select``, its
+    size depends on the mask's values, so the host waits for them (``mask = target[..., 4] > 0``,
+    ``torch.cuda.ByteTensor(...)``, ``x.eq(0)``)."""
+    if subscript.ctx != Context.Load or device.is_host_value(subscript.value):
+        return False
+    index = subscript.slice
+    for _ in range(MASK_HOPS):
+        if isinstance(index, nodes.Name):
+            values = dataflow.assigned_values(index)
+            if not values or len(values) != 1:
+                return False
+            index = values[0]
+        elif isinstance(index, nodes.Call) and infer.method_name(index) in origins.SHAPE_METHODS:
+            index = index.func.expr  # type: ignore[union-attr]  # ``mask.unsqueeze(-1).expand_as(t)``: still a mask
+        else:
+            break
+    if isinstance(index, nodes.Compare):
+        return True
+    if isinstance(index, nodes.Call):
+        if infer.method_name(index) in MASK_METHODS and isinstance(index.func, nodes.Attribute):
+            return True
+        dotted = infer.dotted_name(index.func) or ""
+        return dotted.startswith("torch.") and dotted.rsplit(".", 1)[-1] in MASK_TENSOR_TYPES
+    return False
+
+
+#: How many assignments and reshapes ``_mask_indexing`` follows back from an index.
+MASK_HOPS = 4
 
 
 #: How many levels of submodules (classes built in a model's ``__init__``) ``_class_waits`` reads.
