@@ -648,3 +648,53 @@ def test_tp009_numpy_seeded_through_a_star_import(tmp_path: Path) -> None:
     })
     assert _codes(root / "seeded.py", "TP009") == []
     assert _codes(root / "unseeded.py", "TP009") == [15]
+
+
+EXPERIMENT_BASE = textwrap.dedent(
+    """\
+    import torch
+
+
+    class ExpBasic(object):
+        def __init__(self, args):
+            self.args = args
+            self.model = self._build_model().cuda()
+
+        def _build_model(self):
+            raise NotImplementedError
+    """
+)
+EXPERIMENT = textwrap.dedent(
+    """\
+    import torch
+    from torch.utils.data import DataLoader
+    from exp_basic import ExpBasic
+    from model import AE
+
+
+    class ExpAE(ExpBasic):
+        def __init__(self, args):
+            super(ExpAE, self).__init__(args)
+
+        def _build_model(self):
+            return AE(self.args["n"])
+
+        def train(self, setting):
+            optimizer = torch.optim.Adam(self.model.parameters())
+            for x in DataLoader(torch.load(self.args["data"]), batch_size=32):
+                loss = ((self.model(x.cuda()) - x.cuda()) ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """
+)
+EXPERIMENT_MAIN = "import torch\nfrom exp_ae import ExpAE\n\nExp = ExpAE\nexp = Exp({'n': 8, 'data': 'x.pt'})\nexp.train('s')\n"
+
+
+def test_tp009_a_subclass_overriding_the_builder_its_base_constructor_calls(tmp_path: Path) -> None:
+    """``Exp(args)`` where ``ExpAE.__init__`` calls ``super().__init__``, whose ``self._build_model()`` is
+    the subclass's override building a model of a third module: the draw is the script's ``Exp(...)``."""
+    root = _project(tmp_path, {
+        "model.py": THIN_MODEL, "exp_basic.py": EXPERIMENT_BASE, "exp_ae.py": EXPERIMENT, "main.py": EXPERIMENT_MAIN,
+    })
+    assert _codes(root / "main.py", "TP009") == [5]

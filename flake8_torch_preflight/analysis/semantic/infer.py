@@ -192,6 +192,47 @@ def own_method(klass: nodes.NodeNG, name: str) -> Optional[nodes.FunctionDef]:
     return found[0] if found and isinstance(found[0], nodes.FunctionDef) else None
 
 
+def class_method(klass: nodes.NodeNG, name: str) -> Optional[nodes.FunctionDef]:
+    """The method ``name`` that instances of ``klass`` run: its own, or the first of its ancestors' (a
+    subclass that inherits ``__init__`` and overrides the ``_build_model`` it calls), or None."""
+    if not isinstance(klass, nodes.ClassDef):
+        return None
+    found = own_method(klass, name)
+    if found is not None:
+        return found
+    try:
+        for ancestor in itertools.islice(klass.ancestors(), 64):
+            found = own_method(ancestor, name)
+            if found is not None:
+                return found
+    except (AstroidError, RecursionError):
+        return None
+    return None
+
+
+def super_method(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The method ``super().name(...)`` / ``super(C, self).name(...)`` runs: the first ancestor of the
+    class whose method makes the call that defines ``name`` (read without inference, which often cannot
+    follow ``super`` inside a method), or None."""
+    func = call.func
+    if not (isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Call)):
+        return None
+    if not (isinstance(func.expr.func, nodes.Name) and func.expr.func.name == "super"):
+        return None
+    method = call.scope()
+    klass = method.parent if isinstance(method, nodes.FunctionDef) else None
+    if not isinstance(klass, nodes.ClassDef):
+        return None
+    try:
+        for ancestor in itertools.islice(klass.ancestors(), 64):
+            found = own_method(ancestor, func.attrname)
+            if found is not None:
+                return found
+    except (AstroidError, RecursionError):
+        return None
+    return None
+
+
 def function_def(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
     """The function (or bound method's function) ``node`` infers to, or None."""
     value = safe_infer(node)

@@ -201,7 +201,7 @@ def project_callee(call: nodes.Call) -> "Tuple[Optional[nodes.FunctionDef], Opti
         return None, None
     target = infer.safe_infer(call.func)
     klass = target if isinstance(target, nodes.ClassDef) else None
-    func = infer.own_method(klass, "__init__") if klass is not None else infer.function_def(call.func)
+    func = infer.class_method(klass, "__init__") if klass is not None else infer.function_def(call.func)
     if func is None or func.root() is call.root() or not brain.project_module(str(func.root().name)):
         return None, None
     return func, klass

@@ -603,7 +603,7 @@ def _project_draws(call: nodes.Call, depth: int) -> Optional[Effect]:
     # A constructor counts torch's draws (weights, a dataset filled with torch.rand); what a helper object
     # draws from ``random`` or NumPy when built is often a name (a checkpoint's random suffix), not training.
     counted = frozenset({TORCH}) if klass is not None else ALL_GENERATORS
-    for found in _function_effects(func, PROJECT_DRAW_DEPTH, {id(func)}):
+    for found in _function_effects(func, PROJECT_DRAW_DEPTH, {id(func)}, klass or _receiver_class(call)):
         if found.kind in (SEED, RESEED):
             return None  # it seeds (or reseeds) on the way: what it draws is that seed's business
         if found.kind == DRAW and found.generators & counted:
@@ -916,7 +916,12 @@ def _data_functions(call: nodes.Call) -> List[nodes.FunctionDef]:
     return functions
 
 
-def _function_effects(func: nodes.FunctionDef, depth: int, seen: Set[int]) -> Iterator[Effect]:
+def _function_effects(
+    func: nodes.FunctionDef, depth: int, seen: Set[int], klass: Optional[nodes.ClassDef] = None
+) -> Iterator[Effect]:
+    """The effects of the calls ``func`` makes, the project's functions it calls expanded (``depth``
+    levels); with ``klass``, the class whose instance runs it, ``self.method()`` is that class's method
+    (an override of a subclass the run builds: ``Exp_Basic.__init__`` calling ``self._build_model()``)."""
     for inner in infer.iter_calls(func):
         found = effect(inner, 1)
         if found is not None:
@@ -924,10 +929,22 @@ def _function_effects(func: nodes.FunctionDef, depth: int, seen: Set[int]) -> It
             continue
         if depth <= 0 or not isinstance(inner.func, (nodes.Name, nodes.Attribute)):
             continue
-        callee = infer.function_def(inner.func)
+        callee = None
+        if klass is not None and dataflow.is_self_attr(inner.func):
+            callee = infer.class_method(klass, inner.func.attrname)  # type: ignore[union-attr]
+        callee = callee or infer.super_method(inner) or infer.function_def(inner.func)
         if callee is not None and id(callee) not in seen and _of_project(callee, inner):
             seen.add(id(callee))
-            yield from _function_effects(callee, depth - 1, seen)
+            yield from _function_effects(callee, depth - 1, seen, klass)
+
+
+def _receiver_class(call: nodes.Call) -> Optional[nodes.ClassDef]:
+    """The class of the instance a method call is made on (``exp.train(s)`` with ``exp = Exp(args)``)."""
+    if not isinstance(call.func, nodes.Attribute):
+        return None
+    value = infer.safe_infer(call.func.expr)
+    proxied = getattr(value, "_proxied", None) if value is not None and not isinstance(value, nodes.ClassDef) else None
+    return proxied if isinstance(proxied, nodes.ClassDef) else None
 
 
 def _of_project(node: nodes.NodeNG, call: nodes.Call) -> bool:
