@@ -380,7 +380,7 @@ def model_method(call: nodes.Call) -> bool:
         return False
     if func.attrname in NOT_FORWARD_METHODS:
         return False
-    method = infer.function_def(func) or _method_of_argument(func)
+    method = infer.function_def(func) or _method_of_argument(func) or _method_of_constructed(func)
     if method is None:
         return _unread_forward(func)
     if not method.is_method():
@@ -406,6 +406,15 @@ def _unread_forward(func: nodes.Attribute) -> bool:
     if infer.safe_infer(func.expr) is not None:
         return False  # resolved to something whose method was not found: not this case
     return models.kind(func.expr) == models.MODEL or models.model_named(func.expr)
+
+
+def _method_of_constructed(func: nodes.Attribute) -> Optional[nodes.FunctionDef]:
+    """For ``model.method`` on a model whose one class is known from how it was built
+    (``models.model_classes``: ``ScoreModel.load_from_checkpoint(path)`` included), that class's method."""
+    classes = models.model_classes(func.expr)
+    if not classes or len({c.qname() for c in classes}) != 1:
+        return None
+    return infer.class_method(classes[0], func.attrname)
 
 
 def _method_of_argument(func: nodes.Attribute) -> Optional[nodes.FunctionDef]:

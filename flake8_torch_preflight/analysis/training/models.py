@@ -82,6 +82,10 @@ MODEL_FACTORIES = frozenset(
 #: the class names a model, and a tokenizer, processor or config otherwise.
 PRETRAINED_LIBRARIES = frozenset({"transformers", "diffusers", "peft", "sentence_transformers", "open_clip", "timm"})
 PRETRAINED_CONSTRUCTORS = frozenset({"from_pretrained", "from_config", "from_single_file"})
+#: Class methods that return an instance of the class they are called on (Lightning's
+#: ``LightningModule.load_from_checkpoint``, the pretrained constructors): for a class of the project,
+#: the instance is of that class.
+CLASS_CONSTRUCTORS = PRETRAINED_CONSTRUCTORS | frozenset({"load_from_checkpoint"})
 PRETRAINED_MODEL_CLASS = re.compile(r"Model|For[A-Z]|LMHead|UNet|Autoencoder|Transformer\dD|VQ")
 PRETRAINED_NOT_MODEL = re.compile(r"Tokenizer|Processor|Config|FeatureExtractor|Pipeline|Scheduler|Processing")
 
@@ -426,6 +430,12 @@ def _constructions(expr: nodes.NodeNG, depth: int) -> Optional[List["tuple[nodes
         callee = infer.callee_qname(expr) or infer.dotted_name(func)
         if callee in MODEL_PASSTHROUGH and expr.args:
             return _constructions(expr.args[0], depth - 1)
+        if isinstance(func, nodes.Attribute) and func.attrname in CLASS_CONSTRUCTORS:
+            built = infer.safe_infer(func.expr)  # ``ScoreModel.load_from_checkpoint(path)``: an instance of it
+            if isinstance(built, nodes.ClassDef) and (
+                built.root() is expr.root() or brain.project_module(str(built.root().name))
+            ):
+                return [(built, None)]
         cls = param_count.resolve_class(func)  # the class a constructor names, sibling modules included
         return [(cls, expr)] if cls is not None else None
     if isinstance(expr, nodes.Attribute) and expr.attrname == "module":
