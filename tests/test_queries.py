@@ -105,6 +105,16 @@ def test_int_value_follows_constants_and_refuses_bools() -> None:
     assert static_values.int_value(flag) is None
 
 
+def test_a_subscript_past_the_known_value_is_unknown() -> None:
+    """``cfg[-1]`` of an empty list the run fills later, ``sizes[5]`` of three: unknown, never an error."""
+    module = _module("cfg = []\nsizes = [1, 2, 3]\nuse(cfg[-1], sizes[5], sizes[-1])\n")
+    empty, past, last = _call_args(module)
+    assert static_values.evaluate(empty) is None
+    assert static_values.evaluate(past) is None
+    found = static_values.int_value(last)
+    assert found is not None and found.value == 3
+
+
 def _call_args(module: nodes.Module) -> list:
     return list(list(module.nodes_of_class(nodes.Call))[-1].args)
 

@@ -119,7 +119,7 @@ def evaluate(expr: Optional[nodes.NodeNG], env: Optional[Env] = None, depth: int
     env = env or {}
     try:
         return _evaluate(expr, env, depth)
-    except (AstroidError, RecursionError, ArithmeticError, TypeError, ValueError):
+    except (AstroidError, RecursionError, ArithmeticError, TypeError, ValueError, LookupError):
         return None
 
 
@@ -930,6 +930,8 @@ def _subscript(expr: nodes.Subscript, env: Env, depth: int) -> Optional[Resolved
             return None
         return item
     if isinstance(container, (list, tuple, str)) and isinstance(index.value, int):
+        if not -len(container) <= index.value < len(container):
+            return None  # an index the source's value does not reach (a list filled later, at run time)
         return Resolved(container[index.value], expr)
     if isinstance(container, dict):
         return Resolved(container[index.value], expr) if index.value in container else None
