@@ -411,3 +411,14 @@ WRAPPED = (
 def test_is_optimizer_reads_a_wrapper_that_steps_the_optimizer_it_holds(built: str, expected: bool) -> None:
     module = _module(WRAPPED + "opt = " + built + "\nopt\n")
     assert gradients.is_optimizer(module.body[-1].value) is expected
+
+
+def test_dotted_name_through_a_later_star_import() -> None:
+    """``from models import *`` after ``from torch.autograd import Variable``: the lookup meets only the
+    star import; the explicit import the file wrote is the name's meaning."""
+    module = _module("from torch.autograd import Variable\nfrom models import *\nuse(Variable)\n")
+    (arg,) = _call_args(module)
+    assert infer.dotted_name(arg) == "torch.autograd.Variable"
+    alone = _module("from models import *\nuse(Variable)\n")
+    (arg,) = _call_args(alone)
+    assert infer.dotted_name(arg) is None

@@ -698,3 +698,16 @@ def test_tp009_a_subclass_overriding_the_builder_its_base_constructor_calls(tmp_
         "model.py": THIN_MODEL, "exp_basic.py": EXPERIMENT_BASE, "exp_ae.py": EXPERIMENT, "main.py": EXPERIMENT_MAIN,
     })
     assert _codes(root / "main.py", "TP009") == [5]
+
+
+def test_a_src_import_is_judged_only_in_a_project_of_several_modules(tmp_path: Path) -> None:
+    """``from src.utils import x`` with no ``src`` folder: a checkout lacking it cannot import it; a file
+    copied alone out of its project (no other module beside it) is not judged."""
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "checkout").mkdir()
+    alone = _project(tmp_path / "alone", {"finetune.py": "from src.utils import cosine_lr\n"})
+    assert _missing(alone / "finetune.py") is None
+    checkout = _project(tmp_path / "checkout", {
+        "finetune.py": "from src.utils import cosine_lr\n", "eval.py": "import torch\n",
+    })
+    assert _missing(checkout / "finetune.py") == "from src.utils import cosine_lr"

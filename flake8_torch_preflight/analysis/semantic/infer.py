@@ -276,6 +276,26 @@ def call_name(call: nodes.NodeNG) -> Optional[str]:
     return None
 
 
+def _star_import(node: nodes.NodeNG) -> bool:
+    return isinstance(node, nodes.ImportFrom) and any(name == "*" for name, _ in node.names)
+
+
+def _explicit_imports(name: nodes.Name) -> List[nodes.NodeNG]:
+    """The imports of the module's top level that bind ``name`` by name, when the lookup only meets star
+    imports after them: a star import of the project's own modules rarely rebinds a torch name it does
+    not define, and the module it reads is not resolved here."""
+    module = name.root()
+    found: List[nodes.NodeNG] = []
+    for statement in module.body:
+        if isinstance(statement, nodes.ImportFrom) and not _star_import(statement):
+            if any((alias or imported) == name.name for imported, alias in statement.names):
+                found = [statement]
+        elif isinstance(statement, nodes.Import):
+            if any((alias or imported.split(".")[0]) == name.name for imported, alias in statement.names):
+                found = [statement]
+    return found
+
+
 def dotted_name(node: nodes.NodeNG) -> Optional[str]:
     """Resolve a Name/Attribute chain through the file's imports, without reading modules.
 
@@ -295,6 +315,8 @@ def dotted_name(node: nodes.NodeNG) -> Optional[str]:
         _, assignments = node.lookup(node.name)
     except (AstroidError, RecursionError):
         return None
+    if assignments and all(_star_import(a) for a in assignments):
+        assignments = _explicit_imports(node)  # ``from models import *`` after ``from torch.autograd import Variable``
     base: Optional[str] = None
     for assignment in assignments:
         if isinstance(assignment, nodes.Import):

@@ -430,9 +430,9 @@ def _first_missing(statements: "List[nodes.NodeNG]", path: str) -> Optional[str]
     absolute = _absolute_bases(root, folder)
     for node in statements:
         if isinstance(node, nodes.ImportFrom):
-            text = _unresolved_from(_relative_base(folder, node.level) if node.level else absolute, node)
+            text = _unresolved_from(_relative_base(folder, node.level) if node.level else absolute, node, root, path)
         elif isinstance(node, nodes.Import):
-            text = next((n for n, _ in node.names if _resolutions(absolute, n) == [None]), None)
+            text = next((n for n, _ in node.names if _resolutions(absolute, n, _holds_others(root, path)) == [None]), None)
             text = "import " + text if text else None
         else:
             continue
@@ -478,10 +478,19 @@ def _has_entry(folder: str, name: str) -> bool:
     return any(entry.split(".")[0] == name and entry.endswith(MODULE_SUFFIXES) for entry in entries)
 
 
-def _resolutions(bases: List[str], dotted: str) -> Optional[List[Optional[str]]]:
+def _holds_others(root: str, path: str) -> bool:
+    """The project holds a Python module besides ``path``: a checkout, not one file copied out of one."""
+    for other in project_files(root):
+        if other is None or (other.endswith(".py") and os.path.abspath(other) != path):
+            return True
+    return False
+
+
+def _resolutions(bases: List[str], dotted: str, complete: bool = True) -> Optional[List[Optional[str]]]:
     """For each base holding the import's top package as a module file or regular package: the module's
     file, or its package's ``__init__.py``, or None when that base lacks the module.  None (no judgement)
-    when no base holds it (an installed package; but ``[None]`` for one of ``PROJECT_ONLY_PACKAGES``), when
+    when no base holds it (an installed package; but ``[None]`` for one of ``PROJECT_ONLY_PACKAGES`` in a
+    ``complete`` project, one holding other modules than the file, not one file copied out of it), when
     it is a standard-library name, or when a namespace folder or a compiled module is met on the way
     (another entry of ``sys.path`` may win, or the module is not read)."""
     parts = [p for p in dotted.split(".") if p]
@@ -508,14 +517,14 @@ def _resolutions(bases: List[str], dotted: str) -> Optional[List[Optional[str]]]
             return None
         else:
             found.append(None)
-    if not found and parts and parts[0] in PROJECT_ONLY_PACKAGES:
-        return [None]  # ``from src.models import X`` in a project with no ``src`` folder
+    if not found and parts and parts[0] in PROJECT_ONLY_PACKAGES and complete:
+        return [None]  # ``from src.models import X`` in a project of several modules with no ``src`` folder
     return found or None
 
 
-def _unresolved_from(bases: List[str], node: nodes.ImportFrom) -> Optional[str]:
+def _unresolved_from(bases: List[str], node: nodes.ImportFrom, root: str, path: str) -> Optional[str]:
     """The text of ``from M import name`` when every base holding M lacks M or its name."""
-    found = _resolutions(bases, node.modname or "")
+    found = _resolutions(bases, node.modname or "", _holds_others(root, path))
     if not found:
         return None
     missing: Optional[str] = None
