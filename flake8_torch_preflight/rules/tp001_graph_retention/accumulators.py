@@ -116,9 +116,9 @@ def _reads(expr: nodes.NodeNG, key: str) -> bool:
 
 
 def reset_in_loop(root: nodes.NodeNG, loop: nodes.NodeNG, store: nodes.NodeNG) -> bool:
-    """The accumulator ``root`` is re-bound to a fresh value (one that does not read it) somewhere in
-    ``loop``'s own body, other than by ``store``: ``running_loss = 0`` in the optimizer-step branch of
-    the step loop.  What was kept is then dropped at least once per such window, so the retention
+    """The accumulator ``root`` is re-bound to a fresh value (one that does not read it) or emptied in
+    place (``losses.clear()``) somewhere in ``loop``'s own body, other than by ``store``: ``running_loss
+    = 0`` in the optimizer-step branch of the step loop.  What was kept is then dropped at least once per such window, so the retention
     is bounded by the accumulation window and nothing piles up across the loop.  Nested functions
     and classes are not the loop's code; a reset in a nested loop counts (it runs in the iteration)."""
     key = _binding_key(root)
@@ -142,6 +142,9 @@ def _resets(loop: nodes.NodeNG) -> Dict[str, List[nodes.Assign]]:
         node = stack.pop()
         if isinstance(node, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
             continue
+        emptied = _emptied(node)
+        if emptied is not None:
+            found.setdefault(emptied, []).append(node)  # type: ignore[arg-type]
         if isinstance(node, nodes.Assign):
             for target in node.targets:
                 elts = target.elts if isinstance(target, (nodes.Tuple, nodes.List)) else [target]
@@ -157,6 +160,28 @@ def _resets(loop: nodes.NodeNG) -> Dict[str, List[nodes.Assign]]:
         stack.extend(node.get_children())
     _RESETS[loop] = found
     return found
+
+
+def _emptied(node: nodes.NodeNG) -> Optional[str]:
+    """The binding key of a container ``node`` empties in place, like re-binding it to a fresh one:
+    ``losses.clear()``, ``del losses[:]``, ``losses[:] = []``."""
+    if isinstance(node, nodes.Expr) and isinstance(node.value, nodes.Call):
+        call = node.value
+        if isinstance(call.func, nodes.Attribute) and call.func.attrname == "clear" and not call.args:
+            return _binding_key(call.func.expr)
+    targets: List[nodes.NodeNG] = []
+    if isinstance(node, nodes.Delete):
+        targets = list(node.targets)
+    elif isinstance(node, nodes.Assign) and isinstance(node.value, (nodes.List, nodes.Tuple)) and not node.value.elts:
+        targets = list(node.targets)
+    for target in targets:
+        if isinstance(target, nodes.Subscript) and _whole_slice(target.slice):
+            return _binding_key(target.value)
+    return None
+
+
+def _whole_slice(index: nodes.NodeNG) -> bool:
+    return isinstance(index, nodes.Slice) and index.lower is None and index.upper is None and index.step is None
 
 
 def element_rewrites(root: nodes.NodeNG, loop: nodes.NodeNG) -> List[nodes.Assign]:
