@@ -98,7 +98,10 @@ class UnseededRun(Rule):
         "np.random) is the same bug with the intent visible. The rule reads the run the file executes "
         "(module-level code and the __main__ block, through the file's functions and class constructors) and "
         "reports the first draw from a generator that nothing seeds, naming the other unseeded generators the "
-        "run draws from (its datasets' per-item augmentation included). Seeding helpers "
+        "run draws from (its datasets' per-item augmentation included). A shuffling DataLoader draws its order "
+        "when it is iterated, so a model built after it comes first; a draw made inside another module of the "
+        "project (a Solver(config) that builds the model, a trainer's train() that shuffles) is reported at the "
+        "file's call that runs it when the file draws nothing itself. Seeding helpers "
         "count: seed_everything, transformers.set_seed, accelerate's set_seed, and a set_seed of the file for "
         "the seeders it calls. A function started by torch.multiprocessing.spawn (or a 'spawn' context) runs in a "
         "fresh interpreter that inherits none of the parent's generator state: a seed set in the parent before "
@@ -288,6 +291,9 @@ class _RandomState:
         #: The file's calls that run such draws (``randomness.Effect.through``): where a run whose every
         #: draw is in the project's other modules is reported.
         self.through: Dict[str, Tuple[nodes.Call, str]] = {}
+        #: The file's draws made when a loader is iterated (``randomness.Effect.iterated``): the finding's place
+        #: only for a generator the run draws nowhere else in the file.
+        self.iterated: Dict[str, Tuple[nodes.Call, str]] = {}
         effects = [effect(call) for call in self.calls]
         choices = seed_choices(self.calls, effects)
         loaded = _loaded_classes(self.calls)
@@ -321,7 +327,7 @@ class _RandomState:
             elif call.root() is module:
                 self.weights = self.weights or found.weights
                 for generator in found.generators:
-                    self.draws.setdefault(generator, (call, found.label))
+                    (self.iterated if found.iterated else self.draws).setdefault(generator, (call, found.label))
                     if found.weights and generator in _SEEDERS and generator not in seeded and \
                             not weights_replaced(call):
                         self.early.setdefault(generator, (call, found.label))
@@ -349,6 +355,8 @@ class _RandomState:
     def findings(self) -> List[Tuple[nodes.Call, str, Dict[str, str]]]:
         """(draw, generator, message fields) for each finding of the run."""
         found: List[Tuple[nodes.Call, str, Dict[str, str]]] = []
+        for generator, draw in self.iterated.items():
+            self.draws.setdefault(generator, draw)  # a shuffling loader draws after the weights built beside it
         unseeded = [g for g in self.draws if g not in self.seeded]
         if not any(g in _SEEDERS for g in unseeded):
             for generator, draw in self.through.items():  # every draw is in another module: at its call

@@ -220,6 +220,9 @@ class Effect(NamedTuple):
     #: A draw made inside another module of the project, labelled by the call of the checked file that
     #: runs it (``Solver(cfg)``): reported there only when the run has no draw of its own in the file.
     through: bool = False
+    #: A draw made when the object is iterated, not where it is built (``DataLoader(shuffle=True)`` draws its
+    #: order at each ``iter()``): after a model built on the next line, so a weight init comes first.
+    iterated: bool = False
 
 
 def _seed(*generators: str) -> Effect:
@@ -274,7 +277,7 @@ def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
             return None  # a placeholder that only lends its parameters to an optimizer
         return Effect(DRAW, frozenset({TORCH}), "{} (weight init)".format(label), True)
     if name == "torch.utils.data.DataLoader" and _keyword_is_true(call, "shuffle"):
-        return _draw(TORCH, "{}(shuffle=True)".format(call.func.as_string()))
+        return Effect(DRAW, frozenset({TORCH}), "{}(shuffle=True)".format(call.func.as_string()), iterated=True)
     if name == "torch.utils.data.DataLoader":
         return _sampler_draws(call, depth)
     if name in NUMPY_DRAWS:
@@ -555,7 +558,8 @@ def _sampler_draws(loader: nodes.Call, depth: int) -> Optional[Effect]:
         for inner in infer.iter_calls(method[0]):
             found = effect(inner, depth)
             if found is not None and found.kind == DRAW and TORCH in found.generators:
-                return _draw(TORCH, "{}.__iter__ (a DataLoader sampler)".format(klass.name))
+                label = "{}.__iter__ (a DataLoader sampler)".format(klass.name)
+                return Effect(DRAW, frozenset({TORCH}), label, iterated=True)
     return None
 
 
