@@ -197,9 +197,11 @@ def class_method(klass: nodes.NodeNG, name: str) -> Optional[nodes.FunctionDef]:
     subclass that inherits ``__init__`` and overrides the ``_build_model`` it calls), or None."""
     if not isinstance(klass, nodes.ClassDef):
         return None
-    found = own_method(klass, name)
-    if found is not None:
-        return found
+    return own_method(klass, name) or _inherited_method(klass, name)
+
+
+def _inherited_method(klass: nodes.ClassDef, name: str) -> Optional[nodes.FunctionDef]:
+    """The method ``name`` of the first of ``klass``'s ancestors that defines it, or None."""
     try:
         for ancestor in itertools.islice(klass.ancestors(), 64):
             found = own_method(ancestor, name)
@@ -223,14 +225,7 @@ def super_method(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     klass = method.parent if isinstance(method, nodes.FunctionDef) else None
     if not isinstance(klass, nodes.ClassDef):
         return None
-    try:
-        for ancestor in itertools.islice(klass.ancestors(), 64):
-            found = own_method(ancestor, func.attrname)
-            if found is not None:
-                return found
-    except (AstroidError, RecursionError):
-        return None
-    return None
+    return _inherited_method(klass, func.attrname)
 
 
 def function_def(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
@@ -276,7 +271,8 @@ def call_name(call: nodes.NodeNG) -> Optional[str]:
     return None
 
 
-def _star_import(node: nodes.NodeNG) -> bool:
+def star_import(node: nodes.NodeNG) -> bool:
+    """``node`` is a ``from module import *``."""
     return isinstance(node, nodes.ImportFrom) and any(name == "*" for name, _ in node.names)
 
 
@@ -287,7 +283,7 @@ def _explicit_imports(name: nodes.Name) -> List[nodes.NodeNG]:
     module = name.root()
     found: List[nodes.NodeNG] = []
     for statement in module.body:
-        if isinstance(statement, nodes.ImportFrom) and not _star_import(statement):
+        if isinstance(statement, nodes.ImportFrom) and not star_import(statement):
             if any((alias or imported) == name.name for imported, alias in statement.names):
                 found = [statement]
         elif isinstance(statement, nodes.Import):
@@ -315,7 +311,7 @@ def dotted_name(node: nodes.NodeNG) -> Optional[str]:
         _, assignments = node.lookup(node.name)
     except (AstroidError, RecursionError):
         return None
-    if assignments and all(_star_import(a) for a in assignments):
+    if assignments and all(star_import(a) for a in assignments):
         assignments = _explicit_imports(node)  # ``from models import *`` after ``from torch.autograd import Variable``
     base: Optional[str] = None
     for assignment in assignments:

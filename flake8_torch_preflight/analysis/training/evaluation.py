@@ -762,13 +762,11 @@ def _volatile_returned(expr: nodes.NodeNG) -> bool:
     if unpacked is None or not isinstance(unpacked[0].func, (nodes.Name, nodes.Attribute)):
         return False
     call, index, count = unpacked
-    func = infer.function_def(call.func)
-    if func is None or not (func.root() is call.root() or brain.project_module(str(func.root().name))):
+    func = _called_function(call)
+    if func is None:
         return False
-    params = [a.name for a in func.args.args or []]
-    if func.is_method() and func.type == "method":
-        params = params[1:]
-    returns = [r.value for r in func.nodes_of_class(nodes.Return) if r.scope() is func]
+    params = _parameters(func)
+    returns = _returned_values(func)
     for value in returns:
         if not isinstance(value, nodes.Tuple) or len(value.elts) != count:
             return False
@@ -879,21 +877,37 @@ def _reaching(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     return others or values
 
 
+def _called_function(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The function of the file or of another module of the project that ``call`` runs, or None."""
+    func = infer.function_def(call.func)
+    if func is None or not (func.root() is call.root() or brain.project_module(str(func.root().name))):
+        return None
+    return func
+
+
+def _parameters(func: nodes.FunctionDef) -> List[str]:
+    """The names of ``func``'s positional parameters a call passes (``self`` of a method aside)."""
+    params = [a.name for a in func.args.args or []]
+    return params[1:] if func.is_method() and func.type == "method" else params
+
+
+def _returned_values(func: nodes.FunctionDef) -> List[Optional[nodes.NodeNG]]:
+    return [r.value for r in func.nodes_of_class(nodes.Return) if r.scope() is func]
+
+
 def moved_argument(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:
     """For a call of a function or method of the project whose every return is its one parameter moved,
     cast or wrapped in ``Variable`` (``def get_torch_variable(self, arg): return Variable(arg).cuda()``),
     the argument the call passes; None otherwise."""
     if not isinstance(expr, nodes.Call) or not isinstance(expr.func, (nodes.Name, nodes.Attribute)):
         return None
-    func = infer.function_def(expr.func)
-    if func is None or not (func.root() is expr.root() or brain.project_module(str(func.root().name))):
+    func = _called_function(expr)
+    if func is None:
         return None
-    params = [a.name for a in func.args.args or []]
-    if func.is_method() and func.type == "method":
-        params = params[1:]
+    params = _parameters(func)
     if len(params) != 1 or func.args.vararg or func.args.kwarg:
         return None
-    returns = [r.value for r in func.nodes_of_class(nodes.Return) if r.scope() is func]
+    returns = _returned_values(func)
     if not returns or not all(_unwrapped_name(r) == params[0] for r in returns):
         return None
     return infer.argument(expr, params[0], 0)
@@ -1007,17 +1021,8 @@ def _named_in_module(klass: nodes.ClassDef) -> bool:
             hit = bool(re.search(r"\b{}\b".format(re.escape(wanted)), text))
         else:
             hit = (found.name if isinstance(found, (nodes.Name, nodes.AssignName)) else found.attrname).lower() == wanted
-        if hit and not _inside(found, klass):
+        if hit and not loops.inside(found, klass):
             return True
-    return False
-
-
-def _inside(node: nodes.NodeNG, klass: nodes.ClassDef) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent is klass:
-            return True
-        parent = parent.parent
     return False
 
 

@@ -329,16 +329,12 @@ def _through_star_import(func: nodes.NodeNG) -> Optional[str]:
         _, bindings = base.lookup(base.name)
     except (AstroidError, RecursionError):
         return None
-    if any(not _star_import(binding) for binding in bindings):
+    if any(not infer.star_import(binding) for binding in bindings):
         return None  # bound in the file: inference and the imports decide
     root = func.root()
-    if not any(_star_import(statement) for statement in root.body):
+    if not any(infer.star_import(statement) for statement in root.body):
         return None
     return ".".join([module] + attributes)
-
-
-def _star_import(node: nodes.NodeNG) -> bool:
-    return isinstance(node, nodes.ImportFrom) and any(name == "*" for name, _ in node.names)
 
 
 def _plain_method_call(call: nodes.Call) -> bool:
@@ -607,7 +603,7 @@ def _project_draws(call: nodes.Call, depth: int) -> Optional[Effect]:
     # A constructor counts torch's draws (weights, a dataset filled with torch.rand); what a helper object
     # draws from ``random`` or NumPy when built is often a name (a checkpoint's random suffix), not training.
     counted = frozenset({TORCH}) if klass is not None else ALL_GENERATORS
-    for found in _function_effects(func, PROJECT_DRAW_DEPTH, {id(func)}, klass or _receiver_class(call)):
+    for found in _function_effects(func, PROJECT_DRAW_DEPTH, {id(func)}, klass or (infer.instance_class(call.func.expr) if isinstance(call.func, nodes.Attribute) else None)):
         if found.kind in (SEED, RESEED):
             return None  # it seeds (or reseeds) on the way: what it draws is that seed's business
         if found.kind == DRAW and found.generators & counted:
@@ -940,15 +936,6 @@ def _function_effects(
         if callee is not None and id(callee) not in seen and _of_project(callee, inner):
             seen.add(id(callee))
             yield from _function_effects(callee, depth - 1, seen, klass)
-
-
-def _receiver_class(call: nodes.Call) -> Optional[nodes.ClassDef]:
-    """The class of the instance a method call is made on (``exp.train(s)`` with ``exp = Exp(args)``)."""
-    if not isinstance(call.func, nodes.Attribute):
-        return None
-    value = infer.safe_infer(call.func.expr)
-    proxied = getattr(value, "_proxied", None) if value is not None and not isinstance(value, nodes.ClassDef) else None
-    return proxied if isinstance(proxied, nodes.ClassDef) else None
 
 
 def _of_project(node: nodes.NodeNG, call: nodes.Call) -> bool:
