@@ -8,7 +8,7 @@ see (a library's or an unresolved one): the file's own functions show their loss
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Set
 
 from astroid import nodes
 
@@ -19,6 +19,9 @@ from ..analysis.training.torch_names import (
     CROSS_ENTROPY_CLASSES, LOG_SOFTMAX_FUNCTIONS, LOG_SOFTMAX_LOSSES, SOFTMAX_FUNCTIONS, SOFTMAX_LAYERS,
 )
 from ._base import Rule, register, text_gate
+
+if TYPE_CHECKING:
+    from ..analysis.setup.build import FileContext
 
 
 #: ``torch.log``/``Tensor.log`` of a softmax is a log_softmax too.
@@ -62,6 +65,8 @@ class DoubleSoftmax(Rule):
         "call in the file passes the parameter: the loss the class ships with."
     )
     leaves_alone = (
+        "A model's forward that ends in a softmax is reported once, at the first loss in the file it feeds "
+        "(its training step's; a validation step's loss on the same outputs is the same fix). "
         "Softmax used only for predictions, metrics or sampling (not fed to the loss), NLLLoss after "
         "log_softmax (the correct pairing), skorch's NeuralNetClassifier with its default NLLLoss (it takes the "
         "log of the probabilities itself), and models whose forward() it cannot read are left alone. A "
@@ -83,6 +88,12 @@ class DoubleSoftmax(Rule):
         loss = criterion(logits, labels)
         probs = F.softmax(logits, dim=1)  # for predictions and metrics only
     """
+
+    def __init__(self, ctx: "FileContext") -> None:
+        super().__init__(ctx)
+        #: Softmax-ending forwards already reported (``"softmax in LitCassava.forward"``): the first loss
+        #: in the file they feed is the finding, the fix is in the forward.
+        self._forwards: Set[str] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
         if not node.args and not node.keywords:
@@ -109,8 +120,13 @@ class DoubleSoftmax(Rule):
         if first is None:
             return
         what = softmax_origin(first)
-        if what is not None:
-            self.report(node, what=what, loss="CrossEntropyLoss" if "functional" not in loss else "F.cross_entropy")
+        if what is None:
+            return
+        if what.endswith(".forward"):
+            if what in self._forwards:
+                return  # the same model's forward fed to a second loss (its validation step): one root cause
+            self._forwards.add(what)
+        self.report(node, what=what, loss="CrossEntropyLoss" if "functional" not in loss else "F.cross_entropy")
 
     def _trainer_pairing(self, node: nodes.Call) -> bool:
         """``Trainer(MyModule, criterion=nn.CrossEntropyLoss)`` (class or instance, the module a class
