@@ -74,6 +74,9 @@ class DdpSampler(Rule):
         "new epoch on each pass; it needs set_epoch before each pass too."
     )
     leaves_alone = (
+        "A loader built in one arm of an if whose other arm builds a DistributedSampler (``if "
+        "args.distributed: ... else: DataLoader(ds, shuffle=True)``) is the run's single-process alternative "
+        "and is left alone. "
         "The rule only fires in files that wrap a model in DDP/FSDP or initialise a process group, and only "
         "for loaders that a training loop iterates (one that runs backward, or, in a file that shows no "
         "step at all, one that hands its batches to code the file cannot read); a loader drawn with next() "
@@ -175,6 +178,8 @@ class DdpSampler(Rule):
     def _check_loader(self, call: nodes.Call) -> None:
         if _framework(call) or loader_use.rank_zero_only(call):
             return
+        if self._other_arm_shards(call):
+            return  # ``if opts.distributed: ... DistributedSampler ... else: DataLoader(shuffle=True)``
         batch_sampler = infer.argument(call, "batch_sampler", 4)
         if batch_sampler is not None and not infer.is_none(batch_sampler):
             return
@@ -206,6 +211,20 @@ class DdpSampler(Rule):
         fields = dict(self.NO_SAMPLER, name=_display(call))
         fields["problem"] = fields["problem"].format(how="" if how == "no sampler" else "({}) ".format(how))
         self.report(call, **fields)
+
+    def _other_arm_shards(self, call: nodes.Call) -> bool:
+        """``call`` is in one arm of an ``if`` whose other arm builds a DistributedSampler: the loader is
+        the run's non-distributed alternative, built only when no process group shards the data."""
+        samplers = {id(sampler) for sampler in self._samplers}
+        child: nodes.NodeNG = call
+        parent = call.parent
+        while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Module)):
+            if isinstance(parent, nodes.If) and child is not parent.test:
+                other = parent.orelse if child in parent.body else parent.body
+                if any(id(c) in samplers for statement in other for c in statement.nodes_of_class(nodes.Call)):
+                    return True
+            child, parent = parent, parent.parent
+        return False
 
     # -- DistributedSampler without set_epoch ---------------------------------------------------
     def _check_sampler(self, call: nodes.Call) -> None:
