@@ -216,15 +216,9 @@ class DdpSampler(Rule):
         """``call`` is in one arm of an ``if`` whose other arm builds a DistributedSampler: the loader is
         the run's non-distributed alternative, built only when no process group shards the data."""
         samplers = {id(sampler) for sampler in self._samplers}
-        child: nodes.NodeNG = call
-        parent = call.parent
-        while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.Module)):
-            if isinstance(parent, nodes.If) and child is not parent.test:
-                other = parent.orelse if child in parent.body else parent.body
-                if any(id(c) in samplers for statement in other for c in statement.nodes_of_class(nodes.Call)):
-                    return True
-            child, parent = parent, parent.parent
-        return False
+        return any(
+            id(c) in samplers for other in branches.other_arms(call) for s in other for c in s.nodes_of_class(nodes.Call)
+        )
 
     # -- DistributedSampler without set_epoch ---------------------------------------------------
     def _check_sampler(self, call: nodes.Call) -> None:

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Set
 
 from astroid import nodes
 
-from ..analysis.semantic import dataflow, infer, loops
+from ..analysis.semantic import branches, dataflow, infer, loops
 from ..analysis.training import derivation, gradients
 from ..analysis.training.grad import grad_disabled
 from ..analysis.training.torch_names import AUTOCAST_CONTEXTS
@@ -199,14 +199,8 @@ def _exclusive(a: nodes.NodeNG, b: nodes.NodeNG) -> bool:
     """``a`` and ``b`` sit in different branches of one ``if`` (``if use_amp: scale... else: clip``),
     or in opposite branches of two ``if`` blocks on the same condition (``if use_amp: with autocast():
     ...`` then ``if use_amp: scaler... else: loss.backward()``)."""
-    child = a
-    parent = a.parent
-    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.ClassDef, nodes.Module)):
-        if isinstance(parent, nodes.If):
-            other = parent.orelse if child in parent.body else parent.body if child in parent.orelse else []
-            if any(stmt is b or loops.inside(b, stmt) for stmt in other):
-                return True
-        child, parent = parent, parent.parent
+    if any(stmt is b or loops.inside(b, stmt) for other in branches.other_arms(a) for stmt in other):
+        return True
     sides_a, sides_b = _branches(a), _branches(b)
     return any(test in sides_b and sides_b[test] != side for test, side in sides_a.items())
 

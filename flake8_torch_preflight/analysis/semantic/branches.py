@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from astroid import nodes
 from astroid.exceptions import AstroidError
@@ -55,6 +55,21 @@ def _fixed_locally(test: nodes.NodeNG) -> bool:
         if not values or not all(isinstance(value, nodes.Const) for value in values):
             return False
     return True
+
+
+def other_arms(node: nodes.NodeNG) -> Iterator[List[nodes.NodeNG]]:
+    """For each ``if`` around ``node`` in its function (or module), innermost first, the statements of
+    the arm that does not hold ``node`` (``else`` for a node in the body, the body for one in ``else``);
+    an ``if`` whose test holds ``node`` has none."""
+    child: nodes.NodeNG = node
+    parent = node.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.ClassDef, nodes.Module)):
+        if isinstance(parent, nodes.If):
+            if child in parent.body:
+                yield list(parent.orelse)
+            elif child in parent.orelse:
+                yield list(parent.body)
+        child, parent = parent, parent.parent
 
 
 def reached_only_when_off(node: nodes.NodeNG, depth: int = MAX_CALL_DEPTH) -> bool:

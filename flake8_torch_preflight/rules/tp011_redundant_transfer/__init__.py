@@ -218,8 +218,9 @@ def _initial_state(node: nodes.Call) -> bool:
     binding = dataflow.assigned_name(value)
     if binding is None:
         return False
-    states = [use for use in dataflow.name_uses(binding) if _state_argument(use, binding.name)]
-    others = [use for use in dataflow.name_uses(binding) if use not in states]
+    uses = dataflow.name_uses(binding)
+    states = [use for use in uses if _state_argument(use, binding.name)]
+    others = [use for use in uses if use not in states]
     return bool(states) and all(_rebound_too(use, binding) for use in others)
 
 
