@@ -182,7 +182,8 @@ def forget_project() -> None:
 def _forget_file() -> None:
     """Drop what the file's analysis cached (the analysis memos, astroid's inference caches and
     the ``functools.lru_cache`` of astroid that hold nodes: ``LookupMixIn.lookup``,
-    ``ClassDef._metaclass_lookup_attribute``, ``ObjectModel.attributes``; astroid's own
+    ``ClassDef._metaclass_lookup_attribute``, ``ObjectModel.attributes``, and the guards that
+    precede each statement (``astroid.constraint``); astroid's own
     ``clear_cache`` empties the same ones) and cut cached modules loose from it, so that no
     node of the file outlives it."""
     memo.end_file()
@@ -210,6 +211,7 @@ def _astroid_cache_clearers() -> Tuple[Callable[[], None], ...]:
 #: (module, attribute) of each astroid cache ``_forget_file`` empties.
 _ASTROID_CACHES = (
     ("astroid.context", "_invalidate_cache"),
+    ("astroid.constraint", "clear_preceding_guards_cache"),  # astroid >= 4.4: guards by statement
     ("astroid.inference_tip", "clear_inference_tip_cache"),
     ("astroid.nodes._base_nodes", "LookupMixIn.lookup"),
     ("astroid.nodes.scoped_nodes", "ClassDef._metaclass_lookup_attribute"),
