@@ -711,3 +711,31 @@ def test_a_src_import_is_judged_only_in_a_project_of_several_modules(tmp_path: P
         "finetune.py": "from src.utils import cosine_lr\n", "eval.py": "import torch\n",
     })
     assert _missing(checkout / "finetune.py") == "from src.utils import cosine_lr"
+
+
+RECURSIVE_A = (
+    "import torch\n\nimport walk_b\n\n\ndef sample(n):\n    if n:\n        return walk_b.step(n - 1)\n"
+    "    return torch.randn(3)\n"
+)
+RECURSIVE_B = "import walk_a\n\n\ndef step(n):\n    return walk_a.sample(n)\n"
+RECURSIVE_MAIN = (
+    "import torch\n\nimport walk_a\n{imports}\n\ndef main():\n    {seed}\n    weights = torch.zeros(3, requires_grad=True)\n"
+    "    optimizer = torch.optim.SGD([weights], lr=0.1)\n    for step in range(100):\n"
+    "        loss = (walk_a.sample(3) * weights).sum()\n        optimizer.zero_grad()\n        loss.backward()\n"
+    "        optimizer.step()\n    torch.save(weights, 'w.pt')\n\n\nif __name__ == '__main__':\n    main()\n"
+)
+
+
+def test_tp009_project_calls_that_recurse_across_modules(tmp_path: Path) -> None:
+    """``walk_a.sample`` calls ``walk_b.step``, which calls ``walk_a.sample`` again: the reading through
+    the project's functions is bounded (``PROJECT_DEPTH``), so the draw is found and nothing recurses.
+    A seed set two project functions down (``setup`` -> ``seed_all``) is the run's seed."""
+    root = _project(tmp_path, {
+        "walk_a.py": RECURSIVE_A, "walk_b.py": RECURSIVE_B,
+        "setup_run.py": "import seeding\n\n\ndef setup(cfg):\n    seeding.seed_all(cfg)\n",
+        "seeding.py": "import torch\n\n\ndef seed_all(s):\n    torch.manual_seed(s)\n",
+        "train.py": RECURSIVE_MAIN.format(imports="", seed="pass"),
+        "seeded.py": RECURSIVE_MAIN.format(imports="from setup_run import setup\n", seed="setup(0)"),
+    })
+    assert _codes(root / "train.py", "TP009") == [11]
+    assert _codes(root / "seeded.py", "TP009") == []

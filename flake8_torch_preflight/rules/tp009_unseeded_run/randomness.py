@@ -207,6 +207,12 @@ CLOCK_SOURCES = entrypoint.CLOCKS | frozenset(
 TORCH_RESEEDERS = frozenset({"torch.seed"})
 
 
+#: How many levels of the project's own functions a call is read through for seeds and draws
+#: (``Exp(args)`` -> ``ExpAE.__init__`` -> ``super().__init__`` -> ``self._build_model()`` -> ``AE.__init__``,
+#: whose layers draw); a project's call graph may be recursive across modules, and this bound ends the reading.
+PROJECT_DEPTH = 4
+
+
 class Effect(NamedTuple):
     """What a call does to the run's random state."""
 
@@ -239,10 +245,10 @@ def _draw(generator: str, label: str) -> Effect:
     return Effect(DRAW, frozenset({generator}), label)
 
 
-def effect(call: nodes.Call, depth: int = 1) -> Optional[Effect]:
+def effect(call: nodes.Call, depth: int = PROJECT_DEPTH) -> Optional[Effect]:
     """What ``call`` does to the random state, or None (nothing, or a function of the checked file).
 
-    ``depth`` bounds how many functions of other readable modules are read for seeds.
+    ``depth`` bounds how many levels of the project's functions are read through (``_project_effect``).
     """
     if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
         return None
@@ -401,42 +407,7 @@ def _local(call: nodes.Call, qname: str, depth: int) -> Optional[Effect]:
         return None  # a helper of the file: its own calls are classified where they run
     if qname.split(".")[0].lstrip("_") in _CLASSIFIED_ROOTS | {"builtins"}:
         return None  # ``rng.seed(5)`` on a random.Random: that instance only (see _seeded_later)
-    return (
-        _project_seeds(call, depth)
-        or _seed_named(call, qname.rsplit(".", 1)[-1])
-        or _project_draws(call, depth)
-        or _fresh_model(call)
-    )
-
-
-def _project_seeds(call: nodes.Call, depth: int) -> Optional[Effect]:
-    """Seeds made by a function of another readable module of the project (``utils.setup(cfg)``), or
-    by the constructor of one of its classes and the methods of its own that it calls
-    (``OptInit()`` whose ``__init__`` runs ``self._set_seed()``)."""
-    func = infer.function_def(call.func) if depth > 0 else None
-    inner_calls: List[nodes.Call] = []
-    if func is None and depth > 0:
-        klass = infer.safe_infer(call.func)
-        init = infer.own_method(klass, "__init__")
-        if init is not None and init.root() is not call.root():
-            func = init
-            for inner in infer.iter_calls(init):
-                if dataflow.is_self_attr(inner.func):  # ``self._set_seed()``: a method of its own
-                    method = infer.own_method(klass, inner.func.attrname)  # type: ignore[union-attr]
-                    if method is not None:
-                        inner_calls.extend(infer.iter_calls(method))
-    if func is None or func.root() is call.root():
-        return None
-    seeded: Set[str] = set()
-    placed = False
-    for inner in list(infer.iter_calls(func)) + inner_calls:
-        found = effect(inner, depth - 1)
-        if found is not None and found.kind == RESEED:
-            return Effect(RESEED, found.generators, _label(call))
-        if found is not None and found.kind == SEED:
-            seeded |= found.generators
-            placed = placed or found.placed
-    return Effect(SEED, frozenset(seeded), placed=placed) if seeded else None
+    return _project_call(call, qname.rsplit(".", 1)[-1], depth)
 
 
 def _random_transform(name: str) -> bool:
@@ -552,7 +523,7 @@ def _sampler_draws(loader: nodes.Call, depth: int) -> Optional[Effect]:
         if not method or not isinstance(method[0], nodes.FunctionDef):
             continue
         for inner in infer.iter_calls(method[0]):
-            found = effect(inner, depth)
+            found = effect(inner, depth - 1)
             if found is not None and found.kind == DRAW and TORCH in found.generators:
                 label = "{}.__iter__ (a DataLoader sampler)".format(klass.name)
                 return Effect(DRAW, frozenset({TORCH}), label, iterated=True)
@@ -568,54 +539,60 @@ def _third_party(call: nodes.Call, dotted: str, depth: int) -> Optional[Effect]:
         return _handed_seed()  # transformers.Trainer seeds when built
     if meaning is not None and meaning.seeds:
         return _seed(*ALL_GENERATORS)  # L.seed_everything, transformers.set_seed: the framework table
-    return (
-        _project_seeds(call, depth)
-        or _seed_named(call, dotted.rsplit(".", 1)[-1])
-        or _project_draws(call, depth)
-        or _fresh_model(call)
-    )
+    return _project_call(call, dotted.rsplit(".", 1)[-1], depth)
 
 
-#: How many levels of the project's own functions a call of another module is read through for draws
-#: (``Solver(config)`` -> ``Solver.__init__`` -> ``self.build_model()`` -> ``AE(...)``).
-PROJECT_DRAW_DEPTH = 2
-
-
-def _project_draws(call: nodes.Call, depth: int) -> Optional[Effect]:
-    """What calling a function, a method or a class of another readable module of the project draws:
-    the body it runs (the function, the method of an instance of a project class, or the class's
-    ``__init__``) and the project functions and methods that body calls (``PROJECT_DRAW_DEPTH``) are
-    read, and the global generators they draw from are the call's draw, labelled by the call
-    (``Translator(...)`` whose layers initialise their weights; ``Solver(cfg)`` whose ``__init__``
-    builds the model through a method of its own; ``solver.train()`` shuffling its loader); a class's
-    constructor counts torch's draws only.  A thin entry script whose every draw is in the project's
-    other modules has its draw at that call."""
+def _project_effect(call: nodes.Call, depth: int) -> Optional[Effect]:
+    """What calling a function, a method or a class of another readable module of the project does to
+    the random state: the body it runs (the function, the method of an instance of a project class, or
+    the class's ``__init__``) and the project functions and methods that body calls (``depth`` levels)
+    are read.  A seed or reseed on the way is the call's (``utils.setup(cfg)``; ``OptInit()`` whose
+    ``__init__`` runs ``self._set_seed()``); otherwise the global generators it draws from are the call's
+    draw, labelled by the call (``Translator(...)`` whose layers initialise their weights; ``Solver(cfg)``
+    whose ``__init__`` builds the model through a method of its own; ``solver.train()`` shuffling its
+    loader); a class's constructor counts torch's draws only.  A thin entry script whose every draw is in
+    the project's other modules has its draw at that call."""
     if depth <= 0:
         return None
-    if device.built_empty(call) or parameters_only(call):
-        return None  # built on the meta device / under empty_init, or never applied: its weights reach nothing
     func, klass = loops.project_callee(call)
     if func is None or str(func.root().name).split(".")[0] in _CLASSIFIED_ROOTS:
         return None
+    seeded: Set[str] = set()
+    placed = False
     generators: Set[str] = set()
     first = ""
     initialises = False  # some draw initialises a module's weights (``self.model = AE(n)`` on the way)
     # A constructor counts torch's draws (weights, a dataset filled with torch.rand); what a helper object
     # draws from ``random`` or NumPy when built is often a name (a checkpoint's random suffix), not training.
     counted = frozenset({TORCH}) if klass is not None else ALL_GENERATORS
-    for found in _function_effects(func, PROJECT_DRAW_DEPTH, {id(func)}, klass or (infer.instance_class(call.func.expr) if isinstance(call.func, nodes.Attribute) else None)):
-        if found.kind in (SEED, RESEED):
-            return None  # it seeds (or reseeds) on the way: what it draws is that seed's business
-        if found.kind == DRAW and found.generators & counted:
+    runner = klass or (infer.instance_class(call.func.expr) if isinstance(call.func, nodes.Attribute) else None)
+    for found in _function_effects(func, depth - 1, {id(func)}, runner):
+        if found.kind == RESEED:
+            return Effect(RESEED, found.generators, _label(call))
+        if found.kind == SEED:
+            seeded |= found.generators
+            placed = placed or found.placed
+        elif found.kind == DRAW and found.generators & counted:
             generators |= found.generators & counted
             first = first or found.label
             initialises = initialises or found.weights
-    if not generators:
-        return None
+    if seeded:
+        return Effect(SEED, frozenset(seeded), placed=placed)
+    if not generators or device.built_empty(call) or parameters_only(call):
+        return None  # nothing drawn, or built on the meta device / under empty_init, or never applied
     if klass is not None and infer.class_is_subclass_of(klass, MODULE_BASES):
         return Effect(DRAW, frozenset(generators), "{} (weight init)".format(_label(call)), True, through=True)
     label = "{} (its {})".format(_label(call), first.split("(")[0] + "(...)")
     return Effect(DRAW, frozenset(generators), label, initialises, through=True)
+
+
+def _project_call(call: nodes.Call, last: str, depth: int) -> Optional[Effect]:
+    """A call of a function or class of another readable module: its seeds, a seed-named helper nothing
+    reads (``set_seed(args)``), its draws, or a model of a class the analysis does not read through."""
+    found = _project_effect(call, depth)
+    if found is not None and found.kind != DRAW:
+        return found
+    return _seed_named(call, last) or found or _fresh_model(call)
 
 
 #: Words of a constructor's keyword that may hand it trained weights (``pretrained=True``, ``checkpoint=path``):
@@ -923,7 +900,7 @@ def _function_effects(
     levels); with ``klass``, the class whose instance runs it, ``self.method()`` is that class's method
     (an override of a subclass the run builds: ``Exp_Basic.__init__`` calling ``self._build_model()``)."""
     for inner in infer.iter_calls(func):
-        found = effect(inner, 1)
+        found = effect(inner, depth)
         if found is not None:
             yield found
             continue
