@@ -145,3 +145,28 @@ def test_run_before_within_the_function():
 def test_run_before_within_one_iteration():
     """Stops at the innermost loop: what ran earlier in the same iteration."""
     assert _run_before(True) == ["c = inner(x)"]
+
+
+DEFAULT_RUNS = [
+    # the command line's default, with and without a start
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=5)\n"
+     "args = p.parse_args()\nfor epoch in range(args.epochs):\n    pass\n", 5),
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=5)\n"
+     "args = p.parse_args()\nfor epoch in range(1, args.epochs + 1):\n    pass\n", 5),
+    # a literal is its own default
+    ("for epoch in range(3):\n    pass\n", 3),
+    # no default to read, and no range
+    ("import sys\nfor epoch in range(int(sys.argv[1])):\n    pass\n", None),
+    ("for x in loader:\n    pass\n", None),
+]
+
+
+@pytest.mark.parametrize("source, expected", DEFAULT_RUNS)
+def test_default_range_length(source: str, expected: Optional[int]) -> None:
+    """``loops.default_range_length``: the count of a ``range`` header in the run a script makes by
+    default (what TP012 calls a short run); ``iteration_bound`` refuses a command-line value."""
+    module = build_module(textwrap.dedent(source), "/tmp/tp_queries_loops_case.py")
+    loop = list(module.nodes_of_class(nodes.For))[-1]
+    assert loops.default_range_length(loop) == expected
+    if "args" in source:
+        assert loops.iteration_bound(loop, LIMIT) is None

@@ -461,24 +461,12 @@ def _short_run(uses: "loader_use.Uses", epochs: int = SHORT_RUN_EPOCHS) -> bool:
         if isinstance(loop, nodes.While) or infer.call_name(loop.iter) == "range":
             return False  # batches drawn with next() for a number of steps: the run's length is not in epochs
         for outer in loader_use.epoch_loops(loop, route):
-            if loops.iteration_bound(outer, epochs) is None and not _default_epochs(outer, epochs):
+            if loops.iteration_bound(outer, epochs) is not None:
+                continue
+            by_default = loops.default_range_length(outer)  # ``range(args.epochs)``, --epochs defaulting to 5
+            if by_default is None or by_default > epochs:
                 return False
     return True
-
-
-def _default_epochs(loop: "loops.Loop", epochs: int) -> bool:
-    """``for epoch in range(args.epochs)`` whose count, in the run the script makes by default (the
-    command line's or a configuration's default, ``static_values``), is at most ``epochs``: the run
-    the repository documents is short, whatever a user may pass."""
-    if not isinstance(loop, nodes.For) or not isinstance(loop.iter, nodes.Call) or infer.call_name(loop.iter) != "range":
-        return False
-    if not loop.iter.args or len(loop.iter.args) > 2 or loop.iter.keywords:
-        return False
-    bounds = [static_values.int_value(a) for a in loop.iter.args]
-    if any(b is None for b in bounds):
-        return False
-    values = [b.value for b in bounds if b is not None]
-    return (values[-1] - (values[0] if len(values) == 2 else 0)) <= epochs
 
 
 def _call_work(call: nodes.Call, depth: int, bound: Bound = _NOTHING_BOUND) -> object:

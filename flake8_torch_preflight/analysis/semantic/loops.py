@@ -383,17 +383,36 @@ def _literal_length(expr: nodes.NodeNG) -> Optional[int]:
     return None
 
 
-def _range_length(expr: nodes.NodeNG) -> Optional[int]:
-    """How many numbers ``range(k)`` / ``range(a, b)`` yields, when its bounds are fixed."""
+def _range_length(expr: nodes.NodeNG, bound: Optional[Callable[[nodes.NodeNG], Optional[int]]] = None) -> Optional[int]:
+    """How many numbers ``range(k)`` / ``range(a, b)`` yields, when ``bound`` knows each of its bounds
+    (by default, when they are fixed: ``_fixed_ints``)."""
     if not isinstance(expr, nodes.Call) or infer.call_name(expr) != "range" or not 1 <= len(expr.args) <= 2:
         return None
     if infer.qname(expr.func) not in (None, "builtins.range"):
         return None
-    bounds = [_fixed_ints(a, MAX_BOUND_DEPTH) for a in expr.args]
-    if any(b is None or len(b) != 1 for b in bounds):
+    values = [(bound or _one_fixed_int)(a) for a in expr.args]
+    if any(v is None for v in values):
         return None
-    values = [next(iter(b)) for b in bounds if b is not None]
-    return max(0, values[0] if len(values) == 1 else values[1] - values[0])
+    return max(0, values[0] if len(values) == 1 else values[1] - values[0])  # type: ignore[operator]
+
+
+def _one_fixed_int(expr: nodes.NodeNG) -> Optional[int]:
+    found = _fixed_ints(expr, MAX_BOUND_DEPTH)
+    return next(iter(found)) if found is not None and len(found) == 1 else None
+
+
+def default_range_length(loop: Loop) -> Optional[int]:
+    """How many times ``for epoch in range(args.epochs)`` runs in the run a script makes by default: its
+    bounds as the command line's or a configuration's defaults give them (``static_values``), which a
+    user may change; None when a bound has no such value."""
+    if not isinstance(loop, nodes.For):
+        return None
+
+    def default(expr: nodes.NodeNG) -> Optional[int]:
+        value = static_values.int_value(expr)
+        return None if value is None else value.value
+
+    return _range_length(loop.iter, default)
 
 
 #: Arithmetic ``_fixed_ints`` applies to fixed operands (``range(1, EPOCHS + 1)``), and how many
