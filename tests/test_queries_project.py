@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 from typing import Dict, List
 
+import pytest
 from astroid import nodes
 
 from flake8_torch_preflight import engine
@@ -57,6 +58,10 @@ TRAINER = textwrap.dedent(
             return self.run_epoch("train", loader)
     """
 )
+
+
+#: A README naming an accelerator: the project may run on a GPU (``device.cpu_project``).
+GPU_README = "Trains on a GPU.\n"
 
 
 def _project(tmp_path: Path, files: Dict[str, str], marker: str = "requirements.txt") -> Path:
@@ -270,16 +275,18 @@ def test_missing_submodule_of_a_project_package(tmp_path: Path) -> None:
 
 def test_no_finding_in_a_file_that_cannot_import_or_a_scratch_folder(tmp_path: Path) -> None:
     """The shipped-code policy for every code: the same unseeded run is reported where it can run, and
-    not in a copy under the project's ``tmp/`` folder or in a script whose project import fails."""
+    not in a copy under the project's ``tmp/`` or ``bak/`` folder or in a script whose project import fails."""
     root = _project(tmp_path, {
         "lib/__init__.py": "", "lib/modeling.py": MODELING,
         "train.py": UNSEEDED_RUN.format(imports="from lib.modeling import Head"),
         "stale.py": UNSEEDED_RUN.format(imports="from lib.modeling import Wrapper"),
         "tmp/train.py": UNSEEDED_RUN.format(imports=""),
+        "pong/bak/train.py": UNSEEDED_RUN.format(imports=""),
     })
     assert _codes(root / "train.py", "TP009") == [5]
     assert _codes(root / "stale.py", "TP009") == []
     assert _codes(root / "tmp" / "train.py", "TP009") == []
+    assert _codes(root / "pong" / "bak" / "train.py", "TP009") == []  # a backup copy of a run
 
 
 AGENT = (
@@ -299,7 +306,7 @@ BATCHES = "def score(agent, loader):\n    for batch in loader:\n        agent.ev
 
 
 def test_calls_in_a_simulator_loop_of_another_module(tmp_path: Path) -> None:
-    root = _project(tmp_path, {"agent.py": AGENT, "main.py": ROLLOUT})
+    root = _project(tmp_path, {"agent.py": AGENT, "main.py": ROLLOUT, "README.md": GPU_README})
     calls = project.external_calls(_function(root / "agent.py", "evaluate"))
     assert calls is not None and [(c.line, evaluation.rollout_call(c)) for c in calls] == [(7, True)]
     assert _tp002(root / "agent.py") == []  # one observation per env.step: a tiny graph, freed at each step
@@ -349,7 +356,7 @@ def test_every_path_to_a_helper_has_autograd_off(tmp_path: Path) -> None:
     """``forward()`` is called by ``sample()``, which only a ``no_grad`` function of the file calls, and by
     ``get_logp()``, which only another module's ``no_grad`` search calls: silent.  A third module that
     calls ``get_logp()`` with autograd on makes the forward an evaluation with autograd on."""
-    root = _project(tmp_path, {"sampling.py": SAMPLING, "search.py": SEARCH})
+    root = _project(tmp_path, {"sampling.py": SAMPLING, "search.py": SEARCH, "README.md": GPU_README})
     assert _tp002(root / "sampling.py") == []
     (root / "score.py").write_text(SCORE)
     project.forget()
@@ -448,6 +455,10 @@ EVALUATIONS = textwrap.dedent(
             train(model, loader, optimizer)
             evaluate(model, loader)
             evaluate_stale(model, loader)
+
+
+    if __name__ == "__main__":
+        main(*torch.load("run.pt"))
     """
 )
 
@@ -456,7 +467,7 @@ def test_no_finding_after_a_function_import_that_fails(tmp_path: Path) -> None:
     """A function whose own import of the project's code fails stops there: what follows it never runs
     (an evaluation copied from another repository, importing its ``src`` package); the same function
     importing a module the project holds is reported."""
-    root = _project(tmp_path, {"lib/__init__.py": "", "lib/modeling.py": MODELING, "train.py": EVALUATIONS})
+    root = _project(tmp_path, {"lib/__init__.py": "", "lib/modeling.py": MODELING, "train.py": EVALUATIONS, "README.md": GPU_README})
     module = build_module(EVALUATIONS, str(root / "train.py"))
     forwards = {
         call.scope().parent.scope().name if isinstance(call.scope(), nodes.ComprehensionScope) else call.scope().name:
@@ -739,3 +750,68 @@ def test_tp009_project_calls_that_recurse_across_modules(tmp_path: Path) -> None
     })
     assert _codes(root / "train.py", "TP009") == [11]
     assert _codes(root / "seeded.py", "TP009") == []
+
+
+EVALUATE = (
+    "import torch\n\n\ndef evaluate(model, loader):\n    model.eval()\n    total = 0.0\n"
+    "    for x, y in loader:\n        total += torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).item()\n"
+    "    return total\n"
+)
+
+
+@pytest.mark.parametrize("caller, reported", [
+    # a module imports it and calls it: run with autograd on
+    ("from tools import evaluate\n\n\ndef fit(m, l):\n    evaluate(m, l)\n", True),
+    # a module reads it from its module, or hands it on as a callback
+    ("import tools\n\n\ndef fit(m, l):\n    return tools.evaluate\n", True),
+    ("from tools import evaluate as ev\n\nHOOKS = [ev]\n", True),
+    ("from tools import *\n\nHOOKS = [evaluate]\n", True),
+    # its callers import another module's copy of the function, or only name it in a comment
+    ("from other_tools import evaluate\n\n\ndef fit(m, l):\n    evaluate(m, l)\n", False),
+    ("from tools import evaluate\n\n\ndef fit(m, l):\n    pass  # evaluate(m, l)\n", False),
+    # imported and never read, or called from a module Python cannot parse
+    ("from tools import evaluate\n\n\ndef fit(m, l):\n    pass\n", False),
+    ("from tools import evaluate\n\n\ndef fit(m, l):\n    print 'epoch'\n    evaluate(m, l)\n", False),
+])
+def test_tp002_an_evaluation_function_nothing_runs(tmp_path: Path, caller: str, reported: bool) -> None:
+    """A module-level evaluation function of an application is reported when some module runs it, and
+    left alone when nothing does (``project.imported_elsewhere``, ``external_calls``)."""
+    root = _project(tmp_path, {
+        "tools.py": EVALUATE, "other_tools.py": EVALUATE, "run.py": caller,
+    })
+    assert _tp002(root / "tools.py") == ([8] if reported else [])
+
+
+def test_tp002_a_function_named_by_a_notebook_or_a_package_is_run(tmp_path: Path) -> None:
+    """A notebook may import and run it; an installable package's functions are an API."""
+    root = _project(tmp_path, {"tools.py": EVALUATE, "run.py": "import torch\n"})
+    assert _tp002(root / "tools.py") == []
+    (root / "demo.ipynb").write_text('{"cells": [{"source": ["from tools import evaluate"]}]}')
+    project.forget()
+    assert _tp002(root / "tools.py") == [8]
+    (root / "demo.ipynb").unlink()
+    (root / "setup.py").write_text("")
+    project.forget()
+    assert _tp002(root / "tools.py") == [8]
+
+
+FACTORIZATION = (
+    "import torch\n\n\nclass Pipeline:\n    def __init__(self, model, loader):\n        self.model, self.loader = model, loader\n\n"
+    "    def validation_loss(self):\n        self.model.eval()\n        total = 0.0\n"
+    "        for rows, values in self.loader:\n            total += ((self.model(rows) - values) ** 2).mean().item()\n"
+    "        return total\n"
+)
+FACTORIZATION_RUN = (
+    "import torch\nfrom pipeline import Pipeline\n\nmodel = torch.nn.Embedding(100, 8)\n"
+    "pipeline = Pipeline(model, torch.load('ratings.pt'))\nprint(pipeline.validation_loss())\n"
+)
+
+
+def test_tp002_a_project_that_never_names_an_accelerator(tmp_path: Path) -> None:
+    """The model is handed in by another module, but no file of the project names CUDA, a GPU or a
+    framework that places the model: a CPU program, left alone.  A README that says GPU changes that."""
+    root = _project(tmp_path, {"pipeline.py": FACTORIZATION, "run.py": FACTORIZATION_RUN})
+    assert _tp002(root / "pipeline.py") == []
+    (root / "README.md").write_text("Trains in minutes on a GPU.\n")
+    project.forget()
+    assert _tp002(root / "pipeline.py") == [12]

@@ -100,12 +100,16 @@ class MissingNoGrad(Rule):
         " A program that runs on the CPU (nothing in the file places work on an accelerator: no CUDA, no "
         "device, no framework or wrapper that places the model) wastes no GPU memory or time: its "
         "evaluation of a model bound in the file is left alone; one of a model handed in by callers "
-        "elsewhere is still reported."
+        "elsewhere is still reported, unless no file of the project (code, scripts, configurations, "
+        "README) names an accelerator (CUDA, a GPU, a framework that places the model)."
         " A function with no call in its file is looked up in the project's other modules (read as text, "
         "never imported): when each of them calls it under no_grad or inference_mode it is left alone; so is, in "
         "a project that is no installable package (no setup.py, setup.cfg or pyproject.toml: no code outside "
         "it calls its classes), a method of a class with no base outside the project that no module calls at "
-        "all (an evaluation nobody runs; a framework's hook is not such a method)."
+        "all (an evaluation nobody runs; a framework's hook is not such a method), and an undecorated "
+        "module-level function that nothing runs: its module does not name it, no other module imports and "
+        "reads it (a caller importing another module's copy, a call in a comment or in a file Python cannot "
+        "parse runs nothing), and no notebook, configuration or document names it."
         " The question is asked up the chain of callers: a helper every call of which in the file is under "
         "no_grad or made from a function whose own callers (here or in other modules) all disable autograd "
         "is left alone (a sampler's ``forward(model, x)`` reached only from ``@torch.no_grad()`` searches)."
@@ -214,7 +218,7 @@ class MissingNoGrad(Rule):
             return  # a caller runs it under enable_grad(): it wants the graph
         if _runs_once(p, node, func, _CALLER_DEPTH):
             return  # a one-off forward (a final test, a warm-up, a unit test): not an evaluation loop
-        if device.cpu_only(node.root()) and _bound_in_file(model):
+        if device.cpu_only(node.root()) and (_bound_in_file(model) or device.cpu_project(node.root())):
             return  # a program that runs on the CPU: no accelerator's memory or time is at stake
         runner = loops.enclosing_function(shared) if shared is not None else func
         if runner is not None and _graph_free(p, runner, _CALLER_DEPTH):
@@ -412,7 +416,7 @@ def _graph_free_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef) -
     ``evaluation.rollout_call``: one observation per forward); or, in a project that is no
     installable package (an application: no code outside it calls its classes), it is a method of a
     class with no base outside the project that no module of the project calls at all (an evaluation
-    nobody runs, not a framework hook)."""
+    nobody runs, not a framework hook), or a module-level function nothing runs (``_run_by_nobody``)."""
     if p.call_sites(func):
         return False
     calls = project.external_calls(func)
@@ -420,12 +424,29 @@ def _graph_free_elsewhere(p: "provenance.Provenance", func: nodes.FunctionDef) -
         return False
     if calls:
         return all(call.grad_off or call.trains or evaluation.rollout_call(call) for call in calls)
+    if not func.is_method():
+        return _run_by_nobody(func)
     klass = func.parent.frame() if func.is_method() else None
     if not isinstance(klass, nodes.ClassDef) or project.packaged(str(func.root().file)):
         return False
     if any(infer.method_name(call) == func.name for call in loops.calls_named(func.root(), func.name)):
         return False  # ``self._valid_epoch()`` in a base class of the file: a call that did not resolve to it
     return _project_bases_only(klass)
+
+
+def _run_by_nobody(func: nodes.FunctionDef) -> bool:
+    """A module-level function of an application (no installable package: no code outside it imports
+    its modules) that nothing runs: no statement of its module names it outside its body, no other
+    module of the project imports it or reads it from its module (``project.imported_elsewhere``; a
+    copy of the same function in another module is that module's), and no notebook, configuration or
+    document names it.  A decorated function may be registered; it is left to run."""
+    path = str(getattr(func.root(), "file", "") or "")
+    if not path or func.decorators is not None or project.packaged(path):
+        return False
+    for name in func.root().nodes_of_class(nodes.Name):
+        if name.name == func.name and not loops.inside(name, func):
+            return False
+    return project.imported_elsewhere(func) is False and project.named_elsewhere(func.name, path, False) is False
 
 
 def _project_bases_only(klass: nodes.ClassDef, depth: int = 3) -> bool:

@@ -97,6 +97,7 @@ def forget() -> None:
     _INDEXES.clear()
     _MISSING.clear()
     _DEFINED.clear()
+    _MENTIONS.clear()
     marked_roots.cache_clear()
 
 
@@ -117,12 +118,13 @@ NAMING_SUFFIXES = (
 )
 
 
-def named_elsewhere(name: str, path: str) -> Optional[bool]:
+def named_elsewhere(name: str, path: str, modules_too: bool = True) -> Optional[bool]:
     """Whether another file of the project names ``name`` (a whole word, in any case: registries that
-    lower-case class names count), outside comment lines of its Python modules: True or False, or None
-    when it cannot be told (no root marker above ``path``, no other Python module in the project, too
-    many files, or a file that cannot be read).  An application's file seen in its project, not a file
-    linted alone."""
+    lower-case class names count), outside comment lines of its Python modules (with ``modules_too``
+    False, in its other files only: notebooks, configurations, scripts, documents): True or False, or
+    None when it cannot be told (no root marker above ``path``, no other Python module in the project,
+    too many files, or a file that cannot be read).  An application's file seen in its project, not a
+    file linted alone."""
     path = os.path.abspath(path)
     root = marked_root(path)
     if root is None:
@@ -135,6 +137,8 @@ def named_elsewhere(name: str, path: str) -> Optional[bool]:
         if os.path.abspath(other) == path or not other.endswith(NAMING_SUFFIXES):
             continue
         modules += other.endswith(".py")
+        if other.endswith(".py") and not modules_too:
+            continue
         text = source(other)
         if text is None:
             return None
@@ -147,6 +151,28 @@ def named_elsewhere(name: str, path: str) -> Optional[bool]:
     return False if modules else None
 
 
+def mentions(path: str, pattern: "re.Pattern[str]") -> Optional[bool]:
+    """Whether a file of the project of ``path`` (a module, notebook, configuration, script or document,
+    ``NAMING_SUFFIXES``; ``path`` itself included) matches ``pattern``; None when it cannot be told (no
+    root marker above ``path``, too many files, a file that cannot be read)."""
+    root = marked_root(os.path.abspath(path))
+    if root is None:
+        return None
+    key = (root, pattern.pattern, pattern.flags)
+    if key not in _MENTIONS:
+        found: Optional[bool] = False
+        for other in project_files(root):
+            if other is None or (other.endswith(NAMING_SUFFIXES) and source(other) is None):
+                found = None
+                break
+            if other.endswith(NAMING_SUFFIXES) and pattern.search(source(other) or ""):
+                found = True
+                break
+        _MENTIONS[key] = found
+    return _MENTIONS[key]
+
+
+_MENTIONS: "Dict[Tuple[str, str, int], Optional[bool]]" = {}
 _SOURCES: "Dict[str, Tuple[Tuple[int, float], Optional[str]]]" = {}
 
 
@@ -188,8 +214,8 @@ def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
     """The calls other modules of the project make of ``func``: of a module-level function, calls of
     its name in a module that imports it from the checked module (``from .validation import
     validate``) or of ``<that module>.name(...)``; of a method, every ``.name(...)`` call (the
-    receiver is not resolved: more calls, never fewer). None when the project cannot be read (no
-    file on disk, too many files, one unreadable or unparseable file that names the function)."""
+    receiver is not resolved: more calls, never fewer); a module Python cannot parse calls nothing.
+    None when the project cannot be read (no file on disk, too many files, an unreadable file)."""
     module = func.root()
     path = getattr(module, "file", None)
     if not path or not os.path.isfile(str(path)):
@@ -210,10 +236,45 @@ def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
         if not word.search(text):
             continue
         index = _index(other, text)
-        if index is None:
-            return None
-        found.extend(_calls_in(index, other, func.name, stem, method))
+        if index is not None:  # a module Python cannot parse cannot run: it calls nothing
+            found.extend(_calls_in(index, other, func.name, stem, method))
     return found
+
+
+def imported_elsewhere(func: nodes.FunctionDef) -> Optional[bool]:
+    """Whether another module of the project may reach the module-level function ``func`` without
+    calling it where ``external_calls`` sees: it imports the name from ``func``'s module (``from .tools
+    import evaluate``, kept as a callback) or star-imports that module, and reads the name; or it reads
+    ``tools.evaluate``.  A module Python cannot parse reaches nothing.  None when the project cannot be
+    read."""
+    module = func.root()
+    path = getattr(module, "file", None)
+    if not path or not os.path.isfile(str(path)):
+        return None
+    path = os.path.abspath(str(path))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    word = re.compile(r"\b{}\b".format(re.escape(func.name)))
+    for other in project_files(project_root(path)):
+        if other is None:
+            return None
+        if not other.endswith(".py") or os.path.abspath(other) == path:
+            continue
+        text = source(other)
+        if text is None:
+            return None
+        if not word.search(text):
+            continue
+        index = _index(other, text)
+        if index is None:
+            continue  # a module Python cannot parse cannot run
+        for home, imported, local in index.imports:
+            if home == stem and imported in (func.name, "*"):
+                if (local if imported == func.name else func.name) in index.reads:
+                    return True  # imported and read: an unused import runs nothing
+            elif (home == stem and not imported) or imported == stem:
+                if (local, func.name) in index.attributes:
+                    return True
+    return False
 
 
 _IndexedCall = Tuple[int, bool, str, bool, FrozenSet[Tuple[str, int]], bool]
@@ -226,6 +287,9 @@ class _Index(NamedTuple):
     #: name -> (line, attribute call, receiver, grad off, the unpacked method calls of the loops around it,
     #: the calling function runs a backward)
     calls: Dict[str, List["_IndexedCall"]]
+    #: the names the module reads, and the (receiver, attribute) pairs it reads (``tools.evaluate``)
+    reads: FrozenSet[str] = frozenset()
+    attributes: FrozenSet[Tuple[str, str]] = frozenset()
 
 
 _INDEXES: "Dict[str, Tuple[str, Optional[_Index]]]" = {}
@@ -248,7 +312,13 @@ def _index(path: str, text: str) -> Optional[_Index]:
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
             parents[child] = parent
+    reads: Set[str] = set()
+    attributes: Set[Tuple[str, str]] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            reads.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            attributes.add((_dotted(node.value), node.attr))
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 imports.append(((node.module or "").split(".")[-1], alias.name, alias.asname or alias.name))
@@ -267,7 +337,7 @@ def _index(path: str, text: str) -> Optional[_Index]:
                     (node.lineno, True, _dotted(callee.value), _grad_off(node, parents),
                      _loop_unpacks(node, parents, unpacks), _caller_backwards(node, parents, backwards))
                 )
-    index = _Index(imports, calls)
+    index = _Index(imports, calls, frozenset(reads), frozenset(attributes))
     _INDEXES[path] = (text, index)
     return index
 

@@ -18,7 +18,7 @@ from astroid import nodes
 from astroid.bases import Instance
 
 from ..setup import brain
-from ..semantic import dataflow, infer, memo
+from ..semantic import dataflow, infer, memo, project
 from . import frameworks, gradients
 from .torch_names import MODULE_BASES
 
@@ -127,6 +127,22 @@ def cpu_only(module: nodes.Module) -> bool:
             _may_place(call) for call in module.nodes_of_class(nodes.Call)
         )
     return cached
+
+
+#: Words a project that may run on an accelerator writes somewhere (its code, a launch script, a
+#: configuration, its README): CUDA, a GPU, a framework or wrapper that places the model.
+ACCELERATOR_WORDS = re.compile(
+    r"\b(cuda|gpus?|accelerators?|fabric|trainer|devices|mps|xla|tpu|device_map|deepspeed|dataparallel|"
+    r"distributeddataparallel|nccl)\b",
+    re.IGNORECASE,
+)
+
+
+def cpu_project(module: nodes.Module) -> bool:
+    """No file of the module's project names an accelerator (``ACCELERATOR_WORDS``): a program that
+    runs on the CPU, whichever of its modules builds the model.  Unknown (a file seen alone) is not."""
+    path = getattr(module, "file", None)
+    return bool(path) and project.mentions(str(path), ACCELERATOR_WORDS) is False
 
 
 def _may_place(call: nodes.Call) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
@@ -982,7 +982,39 @@ def reported_code(node: nodes.NodeNG) -> bool:
         and shipped_module(node.root())
         and project.missing_import_before(node) is None
         and not in_unused_class(node)
+        and not in_template(node)
     )
+
+
+def in_template(node: nodes.NodeNG) -> bool:
+    """``node`` is in a function (or a module's top level) that holds a ``...`` statement beside other
+    code, or binds a name to ``...``: a skeleton whose logic is left for its reader to fill (``for batch
+    in loader: ...`` then ``loss.backward()`` on a placeholder loss; ``lr_scheduler = ...``), not a run.  A function whose whole body is ``...`` (a
+    stub, an abstract method) holds nothing to report."""
+    scope: Optional[nodes.NodeNG] = node.frame()
+    while scope is not None:
+        if isinstance(scope, (nodes.FunctionDef, nodes.Module)):
+            key = id(scope)
+            if key not in _TEMPLATES:
+                _TEMPLATES[key] = _holds_placeholder(scope)
+            if _TEMPLATES[key]:
+                return True
+        scope = scope.parent.frame() if scope.parent is not None else None
+    return False
+
+
+_TEMPLATES: "Dict[int, bool]" = memo.per_file()
+
+
+def _holds_placeholder(scope: Union[nodes.FunctionDef, nodes.Module]) -> bool:
+    body = [s for s in scope.body if not (isinstance(s, nodes.Expr) and isinstance(s.value, nodes.Const)
+                                          and isinstance(s.value.value, str))]  # the docstring
+    kinds = (nodes.Expr, nodes.Assign)
+    for statement in scope.nodes_of_class(kinds, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+        if isinstance(statement.value, nodes.Const) and statement.value.value is Ellipsis:
+            if not (statement.parent is scope and len(body) == 1):
+                return True  # ``...`` beside other code, or ``lr_scheduler = ...``
+    return False
 
 
 def in_unused_class(node: nodes.NodeNG) -> bool:
@@ -1040,8 +1072,12 @@ def in_unit_test(node: nodes.NodeNG) -> bool:
 #: Folders that hold a project's test suite.
 TEST_FOLDERS = frozenset({"test", "tests", "testing", "unittests"})
 
-#: Folders of a project that hold scratch copies, not the runs it ships (``Chapter10/tmp/00_pong_pg.py``).
-SCRATCH_FOLDERS = frozenset({"tmp", "temp", "scratch", "adhoc"})
+#: Folders of a project that hold scratch or backup copies, not the runs it ships (``Chapter10/tmp/00_pong_pg.py``;
+#: ``breakout/bak/dqn.py`` beside the ``breakout/dqn.py`` that runs).
+SCRATCH_FOLDERS = frozenset({
+    "tmp", "temp", "scratch", "adhoc", "bak", "backup", "backups", "old", "archive", "archived", "deprecated",
+    "obsolete", "unused",
+})
 
 
 def shipped_module(module: nodes.Module) -> bool:
