@@ -168,3 +168,19 @@ def test_the_unseeded_run_fix_names_the_framework_seeder(imports: str, seeder: s
     found = engine.analyse_file("run.py", source.splitlines(True), Settings(selected=frozenset({"TP009"})))
     messages = [text for _, _, text in found["TP009"]]
     assert len(messages) == 1 and messages[0].endswith("add " + seeder)
+
+
+@pytest.mark.parametrize("root", sorted(frameworks.NON_TORCH_FITTERS))
+def test_a_fit_of_another_library_trains_no_torch_model(root: str) -> None:
+    """``clf.fit(X, y)`` on an estimator of ``NON_TORCH_FITTERS``; a trainer's or an unknown object's fit may."""
+    call = _last_call("from {}.models import Estimator\nclf = Estimator(3)\nclf.fit(X, y)\n".format(root))
+    assert not frameworks.fits_torch(call)
+
+
+@pytest.mark.parametrize("source", [
+    "import lightning as L\ntrainer = L.Trainer(max_epochs=3)\ntrainer.fit(model, loader)\n",
+    "learner.fit(5)\n",
+    "from skorch import NeuralNetClassifier\nnet = NeuralNetClassifier(Module)\nnet.fit(X, y)\n",
+])
+def test_a_fit_that_may_train_a_torch_model(source: str) -> None:
+    assert frameworks.fits_torch(_last_call(source))

@@ -815,3 +815,84 @@ def test_tp002_a_project_that_never_names_an_accelerator(tmp_path: Path) -> None
     (root / "README.md").write_text("Trains in minutes on a GPU.\n")
     project.forget()
     assert _tp002(root / "pipeline.py") == [12]
+
+
+BACKBONE = (
+    "import torch.nn as nn\n\n\nclass Backbone(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+    "        self.conv = nn.Conv2d(3, dim, 3)\n\n    def forward(self, x):\n        return self.conv(x)\n"
+)
+RUNNER = textwrap.dedent(
+    """\
+    import random
+
+    import torch
+    from torch.utils.data import DataLoader
+
+    from backbone import Backbone
+
+
+    class Runner:
+        def __init__(self, cfg):
+            self.cfg = cfg
+            self.init_main()
+
+        def init_main(self):
+            {first}
+            {second}
+            self.loader = DataLoader(torch.load(self.cfg["data"]), batch_size=8, shuffle=True)
+
+        def fix_seed(self, s):
+            torch.manual_seed(s)
+            random.seed(s)
+
+        def train(self):
+            optimizer = torch.optim.Adam(self.net.parameters())
+            for epoch in range(100):
+                for x in self.loader:
+                    loss = self.net(x.cuda()).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            torch.save(self.net.state_dict(), "net.pt")
+    """
+)
+RUNNER_MAIN = "import yaml\n\nfrom runner import Runner\n\nif __name__ == '__main__':\n    Runner(yaml.safe_load(open('c.yaml'))).train()\n"
+
+
+def test_tp009_a_project_class_that_builds_its_model_before_its_seed(tmp_path: Path) -> None:
+    """``Runner(cfg).train()`` in an entry script that names no torch: the class, in another module,
+    builds its backbone and only then seeds.  Reported at the script's call; seeding first is quiet."""
+    build, seed = "self.net = Backbone(8).cuda()", "self.fix_seed(self.cfg['seed'])"
+    root = _project(tmp_path, {
+        "backbone.py": BACKBONE, "runner.py": RUNNER.format(first=build, second=seed), "main.py": RUNNER_MAIN,
+        "seeded/backbone.py": BACKBONE, "seeded/runner.py": RUNNER.format(first=seed, second=build),
+        "seeded/main.py": RUNNER_MAIN,
+    })
+    assert _codes(root / "main.py", "TP009") == [6]
+    assert _codes(root / "seeded" / "main.py", "TP009") == []
+
+
+TRAIN_HELPER = (
+    "import torch\n\n\ndef train_model(x, y, model, lr, n_epochs=50):\n"
+    "    optimizer = torch.optim.Adam(model.parameters(), lr=lr)\n"
+    "    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=10)\n"
+    "    for epoch in range(n_epochs):\n        for feat, label in loader:\n"
+    "            loss = torch.nn.functional.mse_loss(model(feat), label)\n"
+    "            optimizer.zero_grad()\n            loss.backward()\n            optimizer.step()\n"
+    "    return model.state_dict()\n"
+)
+HELPER_MAIN = (
+    "import torch\n\nfrom trainer import train_model\n\n\ndef main():\n    {seed}\n"
+    "    model = torch.nn.LSTM(8, 16)\n    x, y = torch.load('data.pt')\n"
+    "    torch.save(train_model(x, y, model, lr=1e-3), 'best.pt')\n\n\nif __name__ == '__main__':\n    main()\n"
+)
+
+
+def test_tp009_a_script_whose_training_loop_is_an_imported_function(tmp_path: Path) -> None:
+    """The file names no backward, fit or train method: its loop is ``train_model`` of another module."""
+    root = _project(tmp_path, {
+        "trainer.py": TRAIN_HELPER, "main.py": HELPER_MAIN.format(seed="pass"),
+        "seeded.py": HELPER_MAIN.format(seed="torch.manual_seed(0)"),
+    })
+    assert _codes(root / "main.py", "TP009") == [8]
+    assert _codes(root / "seeded.py", "TP009") == []

@@ -34,6 +34,10 @@ HELPER_MARKERS = (re.compile(r"\.backward\("), re.compile(r"zero_grad|\.step\(|o
 #: another module (a loss helper) still validates with ``model.eval()`` and goes back with ``.train()``.
 MODE_MARKERS = (re.compile(r"\.eval\(\)"), re.compile(r"\.train\(\)"))
 
+#: Or when it is an entry script handing its run to the project's modules (``Runner(cfg).train()`` under
+#: ``if __name__ == "__main__":``): the run's draws and seeds are read where that code lives.
+ENTRY_MARKERS = (re.compile(r"\.(?:train|fit)\("), re.compile(r"__main__"))
+
 
 #: A file that imports another deep-learning framework and imports neither torch nor a torch framework
 #: is that framework's code (a PaddlePaddle port beside the torch version: ``optimizer.clear_grad()`` is
@@ -53,7 +57,9 @@ def worth_analysing(source: str) -> bool:
         return False
     if TORCH_MARKERS.search(source):
         return True
-    return any(all(marker.search(source) for marker in markers) for markers in (HELPER_MARKERS, MODE_MARKERS))
+    return any(
+        all(marker.search(source) for marker in markers) for markers in (HELPER_MARKERS, MODE_MARKERS, ENTRY_MARKERS)
+    )
 
 
 #: Private module name for checked files; ``string_build`` caches only the

@@ -349,7 +349,7 @@ def _fits(calls: List[nodes.Call]) -> bool:
     function of another module of the project whose body runs the steps (``trains_in_project``)."""
     for call in calls:
         if infer.call_name(call) in TRAINING_CALLS and infer.dotted_name(call.func) is None:
-            if loops.local_helper(call) is None:  # the file's own ``def fit(steps)`` is expanded, not a trainer
+            if loops.local_helper(call) is None and frameworks.fits_torch(call):  # the file's own ``def fit``
                 return True  # a trainer object's fit; ``ImageOps.fit(img, size)`` names a module's function
         if infer.method_name(call) == "train" and not call.args and not call.keywords:
             if not _module_receiver(call.func.expr):  # type: ignore[union-attr]
@@ -494,8 +494,9 @@ def library_self_test(module: nodes.Module, calls: List[nodes.Call]) -> bool:
     """The file is a library with a smoke or memory test, not a run: a module of a library
     (``library_module``: imported by another module of the project, or in a package), whose
     ``__main__`` block trains on made-up tensors only (``torch.randn`` inputs): no call of the run
-    reads data (``reads_data``)."""
-    return library_module(module) and not any(reads_data(call) for call in calls)
+    reads data (``reads_data``) or hands the training to another module of the project
+    (``trains_in_project``: ``CityDM(cfg).train()``, whose data that module reads)."""
+    return library_module(module) and not any(reads_data(call) or trains_in_project(call) for call in calls)
 
 
 def reads_data(call: nodes.Call) -> bool:

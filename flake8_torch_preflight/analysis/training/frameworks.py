@@ -112,6 +112,23 @@ LIGHTNING_MODULES = frozenset(
 #: (Lightning's ``trainer.fit(model, dl)``): a call of one shows a script trains.
 FIT_METHODS = frozenset({"fit"})
 
+#: Libraries whose estimators' ``fit`` trains no torch model (scikit-learn's ``LogisticRegression``,
+#: XGBoost, LightGBM, Keras): a script whose only fit is one of theirs trains nothing these rules judge.
+NON_TORCH_FITTERS = frozenset({
+    "sklearn", "xgboost", "lightgbm", "catboost", "statsmodels", "keras", "tensorflow", "tf_keras", "prophet",
+    "umap", "hdbscan", "gensim",
+})
+
+
+def fits_torch(call: nodes.Call) -> bool:
+    """``receiver.fit(...)`` may train a torch model: its receiver is not bound to an estimator of a
+    library whose ``fit`` trains something else (``NON_TORCH_FITTERS``)."""
+    if not isinstance(call.func, nodes.Attribute):
+        return True
+    built = _constructed_by(call.func.expr, MAX_HOPS)
+    return built is None or built.split(".")[0] not in NON_TORCH_FITTERS
+
+
 #: Fallback when the receiver's binding cannot be followed: its last name says the framework.
 RECEIVER_NAMES: Tuple[Tuple["re.Pattern[str]", str], ...] = (
     (re.compile(r"accelerat", re.IGNORECASE), "accelerate"),

@@ -87,7 +87,7 @@ COMMENTED_SEED = re.compile(
 @register
 class UnseededRun(Rule):
     code, slug = "TP009", "unseeded-run"
-    requires = text_gate(r"backward|\.fit\(|\.train\(")
+    requires = text_gate(r"backward|\.fit\(|\btrain\w*\(")  # ``train_model(...)`` of another module too
     message = "{draw} uses the {generator} RNG, {state}: not reproducible; {fix}"
     quoted = ("draw",)
     rationale = (
@@ -306,6 +306,8 @@ class _RandomState:
                 self.intent = True  # ``args.seed = random.randint(1, 10000)``: picks the seed, draws no training
                 continue
             if found.kind == SEED:
+                if found.early and TORCH in found.generators and TORCH not in seeded and call.root() is module:
+                    self.early.setdefault(TORCH, (call, found.early))  # the project call builds, then seeds
                 seeded |= found.generators
                 self.intent = True
                 if placed_seed(call, found):

@@ -229,6 +229,9 @@ class Effect(NamedTuple):
     #: A draw made when the object is iterated, not where it is built (``DataLoader(shuffle=True)`` draws its
     #: order at each ``iter()``): after a model built on the next line, so a weight init comes first.
     iterated: bool = False
+    #: Of a seed made inside another module of the project: the label of a weight initialisation that the
+    #: same call draws before it (a project class whose constructor builds its model, then seeds).
+    early: str = ""
 
 
 def _seed(*generators: str) -> Effect:
@@ -561,6 +564,7 @@ def _project_effect(call: nodes.Call, depth: int) -> Optional[Effect]:
     placed = False
     generators: Set[str] = set()
     first = ""
+    early = ""  # a weight initialisation drawn before any seed on the way
     initialises = False  # some draw initialises a module's weights (``self.model = AE(n)`` on the way)
     # A constructor counts torch's draws (weights, a dataset filled with torch.rand); what a helper object
     # draws from ``random`` or NumPy when built is often a name (a checkpoint's random suffix), not training.
@@ -576,8 +580,11 @@ def _project_effect(call: nodes.Call, depth: int) -> Optional[Effect]:
             generators |= found.generators & counted
             first = first or found.label
             initialises = initialises or found.weights
+            if found.weights and TORCH in found.generators and not seeded and not early:
+                early = "{} (its {})".format(_label(call), found.label.split("(")[0] + "(...)")
     if seeded:
-        return Effect(SEED, frozenset(seeded), placed=placed)
+        built_empty = device.built_empty(call) or parameters_only(call)
+        return Effect(SEED, frozenset(seeded), placed=placed, early="" if built_empty else early)
     if not generators or device.built_empty(call) or parameters_only(call):
         return None  # nothing drawn, or built on the meta device / under empty_init, or never applied
     if klass is not None and infer.class_is_subclass_of(klass, MODULE_BASES):
