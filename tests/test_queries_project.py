@@ -65,6 +65,7 @@ GPU_README = "Trains on a GPU.\n"
 
 
 def _project(tmp_path: Path, files: Dict[str, str], marker: str = "requirements.txt") -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / marker).mkdir() if marker == ".git" else (tmp_path / marker).write_text("")  # an application
     for name, text in files.items():
         path = tmp_path / name
@@ -810,7 +811,13 @@ FACTORIZATION_RUN = (
 def test_tp002_a_project_that_never_names_an_accelerator(tmp_path: Path) -> None:
     """The model is handed in by another module, but no file of the project names CUDA, a GPU or a
     framework that places the model: a CPU program, left alone.  A README that says GPU changes that."""
-    root = _project(tmp_path, {"pipeline.py": FACTORIZATION, "run.py": FACTORIZATION_RUN})
+    evaluate = (
+        "import torch\n\n\ndef evaluate(model, loader):\n    model.eval()\n    total = 0.0\n"
+        "    for x, y in loader:\n        total += ((model(x) - y) ** 2).mean().item()\n    return total\n"
+    )
+    alone = _project(tmp_path / "alone", {"evaluate.py": evaluate})
+    assert _tp002(alone / "evaluate.py") == [8]  # a file with no other module beside it: unknown, reported
+    root = _project(tmp_path / "project", {"pipeline.py": FACTORIZATION, "run.py": FACTORIZATION_RUN})
     assert _tp002(root / "pipeline.py") == []
     (root / "README.md").write_text("Trains in minutes on a GPU.\n")
     project.forget()

@@ -154,21 +154,25 @@ def named_elsewhere(name: str, path: str, modules_too: bool = True) -> Optional[
 def mentions(path: str, pattern: "re.Pattern[str]") -> Optional[bool]:
     """Whether a file of the project of ``path`` (a module, notebook, configuration, script or document,
     ``NAMING_SUFFIXES``; ``path`` itself included) matches ``pattern``; None when it cannot be told (no
-    root marker above ``path``, too many files, a file that cannot be read)."""
-    root = marked_root(os.path.abspath(path))
+    root marker above ``path``, no other Python module beside it, too many files, a file that cannot be
+    read)."""
+    path = os.path.abspath(path)
+    root = marked_root(path)
     if root is None:
         return None
     key = (root, pattern.pattern, pattern.flags)
     if key not in _MENTIONS:
         found: Optional[bool] = False
+        modules = 0
         for other in project_files(root):
             if other is None or (other.endswith(NAMING_SUFFIXES) and source(other) is None):
                 found = None
                 break
+            modules += other.endswith(".py") and os.path.abspath(other) != path
             if other.endswith(NAMING_SUFFIXES) and pattern.search(source(other) or ""):
                 found = True
                 break
-        _MENTIONS[key] = found
+        _MENTIONS[key] = found if found or modules else None
     return _MENTIONS[key]
 
 
