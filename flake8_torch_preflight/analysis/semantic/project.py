@@ -220,15 +220,27 @@ def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
     validate``) or of ``<that module>.name(...)``; of a method, every ``.name(...)`` call (the
     receiver is not resolved: more calls, never fewer); a module Python cannot parse calls nothing.
     None when the project cannot be read (no file on disk, too many files, an unreadable file)."""
+    naming = _modules_naming(func)
+    if naming is None:
+        return None
+    stem, indexes = naming
+    found: List[ExternalCall] = []
+    for other, index in indexes:
+        found.extend(_calls_in(index, other, func.name, stem, func.is_method()))
+    return found
+
+
+def _modules_naming(func: nodes.FunctionDef) -> Optional[Tuple[str, List[Tuple[str, "_Index"]]]]:
+    """The stem of ``func``'s module, and (path, index) of each other module of the project whose text
+    names ``func`` (a whole word) and that Python can parse (one that cannot never runs); None when the
+    project cannot be read (no file on disk, too many files, an unreadable file)."""
     module = func.root()
     path = getattr(module, "file", None)
     if not path or not os.path.isfile(str(path)):
         return None
     path = os.path.abspath(str(path))
-    stem = os.path.splitext(os.path.basename(path))[0]
-    method = func.is_method()
     word = re.compile(r"\b{}\b".format(re.escape(func.name)))
-    found: List[ExternalCall] = []
+    found: List[Tuple[str, _Index]] = []
     for other in project_files(project_root(path)):
         if other is None:
             return None
@@ -237,12 +249,11 @@ def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
         text = source(other)
         if text is None:
             return None
-        if not word.search(text):
-            continue
-        index = _index(other, text)
-        if index is not None:  # a module Python cannot parse cannot run: it calls nothing
-            found.extend(_calls_in(index, other, func.name, stem, method))
-    return found
+        if word.search(text):
+            index = _index(other, text)
+            if index is not None:
+                found.append((other, index))
+    return os.path.splitext(os.path.basename(path))[0], found
 
 
 def imported_elsewhere(func: nodes.FunctionDef) -> Optional[bool]:
@@ -251,26 +262,11 @@ def imported_elsewhere(func: nodes.FunctionDef) -> Optional[bool]:
     import evaluate``, kept as a callback) or star-imports that module, and reads the name; or it reads
     ``tools.evaluate``.  A module Python cannot parse reaches nothing.  None when the project cannot be
     read."""
-    module = func.root()
-    path = getattr(module, "file", None)
-    if not path or not os.path.isfile(str(path)):
+    naming = _modules_naming(func)
+    if naming is None:
         return None
-    path = os.path.abspath(str(path))
-    stem = os.path.splitext(os.path.basename(path))[0]
-    word = re.compile(r"\b{}\b".format(re.escape(func.name)))
-    for other in project_files(project_root(path)):
-        if other is None:
-            return None
-        if not other.endswith(".py") or os.path.abspath(other) == path:
-            continue
-        text = source(other)
-        if text is None:
-            return None
-        if not word.search(text):
-            continue
-        index = _index(other, text)
-        if index is None:
-            continue  # a module Python cannot parse cannot run
+    stem, indexes = naming
+    for _, index in indexes:
         for home, imported, local in index.imports:
             if home == stem and imported in (func.name, "*"):
                 if (local if imported == func.name else func.name) in index.reads:
