@@ -903,3 +903,47 @@ def test_tp009_a_script_whose_training_loop_is_an_imported_function(tmp_path: Pa
     })
     assert _codes(root / "main.py", "TP009") == [8]
     assert _codes(root / "seeded.py", "TP009") == []
+
+
+ENCODER = (
+    "import torch.nn as nn\n\n\nclass Encoder(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+    "        self.rnn = nn.GRU(dim, dim)\n\n    def forward(self, x):\n        return self.rnn(x)[0]\n"
+)
+SEQ_MAIN = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader
+
+    from encoder import Encoder
+
+    loader = DataLoader(torch.load("pairs.pt"), batch_size=32, shuffle=True)
+
+
+    class Model(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.encoder = Encoder(dim)
+
+        def forward(self, x):
+            return self.encoder(x)
+
+
+    model = Model(64).cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(20):
+        for x in loader:
+            loss = model(x.cuda()).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    torch.save(model.state_dict(), "model.pt")
+    """
+)
+
+
+def test_tp009_weights_another_module_initialises_come_before_a_shuffling_loader(tmp_path: Path) -> None:
+    """The loader is built first but draws when iterated; the model built after it draws its weights in
+    ``Encoder``, a class of another module: the finding is at that construction."""
+    root = _project(tmp_path, {"encoder.py": ENCODER, "train.py": SEQ_MAIN})
+    assert _codes(root / "train.py", "TP009") == [13]

@@ -291,6 +291,9 @@ class _RandomState:
         #: The file's calls that run such draws (``randomness.Effect.through``): where a run whose every
         #: draw is in the project's other modules is reported.
         self.through: Dict[str, Tuple[nodes.Call, str]] = {}
+        #: Of those, the calls that build a model whose weights another module initialises (``RNN_encoder(...)``
+        #: in the file's model class): made where they are called, before a loader built beside them is iterated.
+        self.built_through: Dict[str, Tuple[nodes.Call, str]] = {}
         #: The file's draws made when a loader is iterated (``randomness.Effect.iterated``): the finding's place
         #: only for a generator the run draws nowhere else in the file.
         self.iterated: Dict[str, Tuple[nodes.Call, str]] = {}
@@ -323,6 +326,8 @@ class _RandomState:
                 self.unseen |= found.generators
                 for generator in found.generators:
                     self.through.setdefault(generator, (call, found.label))
+                    if found.weights:
+                        self.built_through.setdefault(generator, (call, found.label))
                     if found.weights and generator in _SEEDERS and generator not in seeded and \
                             not weights_replaced(call):
                         self.early.setdefault(generator, (call, found.label))
@@ -357,8 +362,8 @@ class _RandomState:
     def findings(self) -> List[Tuple[nodes.Call, str, Dict[str, str]]]:
         """(draw, generator, message fields) for each finding of the run."""
         found: List[Tuple[nodes.Call, str, Dict[str, str]]] = []
-        for generator, draw in self.iterated.items():
-            self.draws.setdefault(generator, draw)  # a shuffling loader draws after the weights built beside it
+        for generator, draw in self.iterated.items():  # a shuffling loader draws after the weights built beside it
+            self.draws.setdefault(generator, self.built_through.get(generator, draw))
         unseeded = [g for g in self.draws if g not in self.seeded]
         if not any(g in _SEEDERS for g in unseeded):
             for generator, draw in self.through.items():  # every draw is in another module: at its call
