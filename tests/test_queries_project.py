@@ -818,7 +818,8 @@ def test_tp002_a_project_that_never_names_an_accelerator(tmp_path: Path) -> None
     alone = _project(tmp_path / "alone", {"evaluate.py": evaluate})
     assert _tp002(alone / "evaluate.py") == [8]  # a file with no other module beside it: unknown, reported
     root = _project(tmp_path / "project", {"pipeline.py": FACTORIZATION, "run.py": FACTORIZATION_RUN})
-    assert _tp002(root / "pipeline.py") == []
+    (root / "requirements.txt").write_text("torch==2.6.0\nnvidia-cuda-runtime-cu12==12.6.77\nnvidia-nccl-cu12==2.26.2\n")
+    assert _tp002(root / "pipeline.py") == []  # torch's own CUDA wheels pinned by a pip freeze name no accelerator
     (root / "README.md").write_text("Trains in minutes on a GPU.\n")
     project.forget()
     assert _tp002(root / "pipeline.py") == [12]
@@ -947,3 +948,50 @@ def test_tp009_weights_another_module_initialises_come_before_a_shuffling_loader
     ``Encoder``, a class of another module: the finding is at that construction."""
     root = _project(tmp_path, {"encoder.py": ENCODER, "train.py": SEQ_MAIN})
     assert _codes(root / "train.py", "TP009") == [13]
+
+
+SEEDING_MODULE = (
+    "import torch\nimport torch.nn as nn\n\n{seed}\n\n\nclass VAE(nn.Module):\n    def __init__(self):\n"
+    "        super().__init__()\n        self.fc = nn.Linear(4, 4)\n"
+)
+LATENT_MAIN = (
+    "import torch\n\nfrom vae import VAE\n\nmodel = torch.nn.Linear(4, 4)\n"
+    "optimizer = torch.optim.Adam(model.parameters())\nfor step in range(100):\n"
+    "    loss = model(torch.load('z.pt')).pow(2).mean()\n    optimizer.zero_grad()\n    loss.backward()\n"
+    "    optimizer.step()\ntorch.save(model.state_dict(), 'latent.pt')\n"
+)
+
+
+def test_tp009_a_project_module_that_seeds_at_its_top_level_seeds_the_importer(tmp_path: Path) -> None:
+    """``from vae import VAE`` runs ``vae.py``: its top-level ``torch.manual_seed(42)`` seeds the run before
+    the importer's own code.  A seed under the module's ``__main__`` block does not run on import."""
+    seeded = _project(tmp_path / "seeded", {
+        "vae.py": SEEDING_MODULE.format(seed="torch.manual_seed(42)"), "latent.py": LATENT_MAIN,
+    })
+    assert _codes(seeded / "latent.py", "TP009") == []
+    guarded = _project(tmp_path / "guarded", {
+        "vae.py": SEEDING_MODULE.format(seed="if __name__ == '__main__':\n    torch.manual_seed(42)"),
+        "latent.py": LATENT_MAIN,
+    })
+    assert _codes(guarded / "latent.py", "TP009") == [5]
+
+
+def test_tp009_a_seed_in_a_module_of_the_same_folder_imported_from_the_root(tmp_path: Path) -> None:
+    """``from pkg.run.utils import setup`` in ``pkg/run/train.py``: the helper of the file's own folder,
+    named from the repository's root, seeds before the model is built (``brain.project_module``)."""
+    train = (
+        "import torch\n\nfrom pkg.run.utils import setup\n\n\ndef main():\n    {call}\n"
+        "    model = torch.nn.Linear(4, 4)\n    optimizer = torch.optim.Adam(model.parameters())\n"
+        "    for step in range(100):\n        loss = model(torch.load(open('x.pt', 'rb'))).pow(2).mean()\n"
+        "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"
+        "    torch.save(model.state_dict(), 'm.pt')\n\n\nif __name__ == '__main__':\n    main()\n"
+    )
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "", "pkg/run/__init__.py": "",
+        "pkg/run/utils.py": "import random\n\nimport torch\n\n\ndef setup(seed=42):\n    random.seed(seed)\n"
+                            "    torch.manual_seed(seed)\n    return seed\n",
+        "pkg/run/train.py": train.format(call="setup(7)"),
+        "pkg/run/unseeded.py": train.format(call="pass"),
+    }, marker=".git")
+    assert _codes(root / "pkg/run/train.py", "TP009") == []
+    assert _codes(root / "pkg/run/unseeded.py", "TP009") == [8]

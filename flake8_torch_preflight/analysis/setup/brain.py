@@ -53,6 +53,7 @@ _STUB_FILES = {
     "torch.utils.data": "torch/utils/data/__init__.pyi",
     "torch.utils.data.distributed": "torch/utils/data/distributed.pyi",
     "torch.amp": "torch/amp.pyi",
+    "torch.random": "torch/random.pyi",
     "torch.cuda": "torch/cuda/__init__.pyi",
     "torch.cuda.amp": "torch/cuda/amp.pyi",
     "torch.autograd": "torch/autograd.pyi",
@@ -263,10 +264,16 @@ def never_read(modname: str) -> bool:
 
 def project_module(modname: str) -> bool:
     """True when ``modname`` is one of the user's own modules that astroid may read for the current
-    file (found below its folder); False for torch, the standard library, installed packages and
+    file (found below its folder, or a module of its folder named by its full path from the marked
+    root above it: ``_import_base``); False for torch, the standard library, installed packages and
     modules that are not found."""
     top = modname.split(".")[0]
-    return bool(top) and top != "torch" and _outside_project(top, _current_dir) is False
+    if not top or top == "torch":
+        return False
+    if _outside_project(top, _current_dir) is False:
+        return True
+    base = _import_base(modname, _current_dir)  # a module of the file's own folder named from the root
+    return base != _current_dir and _locate(modname, base)[0] is False
 
 
 def _refused(modname: str, context_dir: str) -> bool:

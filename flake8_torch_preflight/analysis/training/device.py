@@ -130,9 +130,11 @@ def cpu_only(module: nodes.Module) -> bool:
 
 
 #: Words a project that may run on an accelerator writes somewhere (its code, a launch script, a
-#: configuration, its README): CUDA, a GPU, a framework or wrapper that places the model.
+#: configuration, its README): CUDA, a GPU, a framework or wrapper that places the model.  Not inside
+#: the name of an ``nvidia-*`` wheel (``nvidia-cuda-runtime-cu12``, ``nvidia-nccl-cu12``): torch's own
+#: dependencies on Linux, pinned by any ``pip freeze`` whatever the run's device.
 ACCELERATOR_WORDS = re.compile(
-    r"\b(cuda|gpus?|accelerators?|fabric|trainer|devices|mps|xla|tpu|device_map|deepspeed|dataparallel|"
+    r"(?<!nvidia-)\b(cuda|gpus?|accelerators?|fabric|trainer|devices|mps|xla|tpu|device_map|deepspeed|dataparallel|"
     r"distributeddataparallel|nccl)\b",
     re.IGNORECASE,
 )

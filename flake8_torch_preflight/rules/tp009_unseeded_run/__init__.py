@@ -62,6 +62,7 @@ from ...analysis.semantic import memo
 from ...analysis.training import entrypoint
 from .randomness import (
     DRAW, INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, RESEED, SEED, TORCH, DataEffect, data_path, effect,
+    import_seeds,
     placed_seed, seed_choices, weights_replaced,
 )
 from .._base import MAX_MESSAGE, Rule, fit_message, register, text_gate
@@ -275,7 +276,8 @@ class _RandomState:
         self.worker, self.inherited = worker, inherited
         self.framework_seeder = _framework_seeder(module)
         self.intent = self.reseeded = self.weights = False
-        seeded: Set[str] = set()
+        seeded: Set[str] = set(import_seeds(module))  # a project module seeding where it is imported
+        self.intent = bool(seeded)
         self.draws: Dict[str, Tuple[nodes.Call, str]] = {}
         #: Weights initialised from a global generator before the run first seeds it (the model built,
         #: then ``torch.manual_seed``): the seed reaches the data but not the initial weights.

@@ -136,7 +136,8 @@ RANDOM_INIT_LAYERS = frozenset(
 TORCH_CLASSES = RANDOM_INIT_LAYERS | TORCH_RANDOM_SAMPLERS | frozenset({"torch.utils.data.DataLoader"})
 
 #: Seeders of torch's default (CPU and CUDA) generators.
-TORCH_SEEDERS = frozenset({"torch.manual_seed"})
+#: (``torch.random`` is where torch defines them; ``torch.manual_seed`` re-exports it.)
+TORCH_SEEDERS = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
 
 #: Seed only the CUDA generators: intent, not a seed of the generator that initialises weights.
 TORCH_CUDA_SEEDERS = frozenset({"torch.cuda.manual_seed", "torch.cuda.manual_seed_all"})
@@ -204,7 +205,7 @@ CLOCK_SOURCES = entrypoint.CLOCKS | frozenset(
     }
 )
 #: Seeders that reseed torch's generator from the OS without being given a seed.
-TORCH_RESEEDERS = frozenset({"torch.seed"})
+TORCH_RESEEDERS = frozenset({"torch.seed", "torch.random.seed"})
 
 
 #: How many levels of the project's own functions a call is read through for seeds and draws
@@ -411,6 +412,42 @@ def _local(call: nodes.Call, qname: str, depth: int) -> Optional[Effect]:
     if qname.split(".")[0].lstrip("_") in _CLASSIFIED_ROOTS | {"builtins"}:
         return None  # ``rng.seed(5)`` on a random.Random: that instance only (see _seeded_later)
     return _project_call(call, qname.rsplit(".", 1)[-1], depth)
+
+
+def import_seeds(module: nodes.Module) -> FrozenSet[str]:
+    """The generators seeded by the top-level code of the project modules ``module`` imports at its own
+    top level: importing a module runs it (``from vae import VAE`` runs ``vae.py``'s
+    ``torch.manual_seed(42)``), before the importing file's own code, in every process that imports it.
+    Only a module's top-level statements count: not its functions, classes or ``__main__`` block."""
+    cached = _IMPORT_SEEDS.get(module)
+    if cached is not None:
+        return cached
+    seeded: Set[str] = set()
+    _IMPORT_SEEDS[module] = frozenset()  # a module importing itself back reads as seeding nothing
+    for statement in module.body:
+        if not isinstance(statement, (nodes.Import, nodes.ImportFrom)):
+            continue
+        names = [None] if isinstance(statement, nodes.ImportFrom) else [name for name, _ in statement.names]
+        for name in names:
+            try:
+                imported = statement.do_import_module(name) if name else statement.do_import_module()
+            except (AstroidError, RecursionError, ImportError):
+                continue
+            if imported is module or not brain.project_module(str(imported.name)):
+                continue
+            for top in imported.body:
+                if isinstance(top, _NOT_RUN_ON_IMPORT) or entrypoint.is_main_guard(top):
+                    continue
+                for call in top.nodes_of_class(nodes.Call, skip_klass=_NOT_RUN_ON_IMPORT):
+                    found = effect(call, 0)
+                    if found is not None and found.kind == SEED:
+                        seeded |= found.generators
+    _IMPORT_SEEDS[module] = frozenset(seeded)
+    return _IMPORT_SEEDS[module]
+
+
+_NOT_RUN_ON_IMPORT = (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)
+_IMPORT_SEEDS: "Dict[nodes.Module, FrozenSet[str]]" = memo.per_file()
 
 
 def _random_transform(name: str) -> bool:

@@ -9,6 +9,7 @@ import torch.optim as optim
 import torch.utils as utils
 import torch.cuda as cuda
 import torch.amp as amp
+import torch.random as random
 import torch.autograd as autograd
 import torch.distributed as distributed
 from torch.amp import autocast
