@@ -395,15 +395,10 @@ def _returned_elements(
     func = infer.function_def(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
     if func is None or _in_torch(func):
         return None
-    returned = _returned(func)
+    returned = dataflow.returned_values(func)
     if not returned or not all(isinstance(r, nodes.Tuple) and len(r.elts) == count for r in returned):
         return None
     return func, [r.elts[index] for r in returned]  # type: ignore[attr-defined]
-
-
-def _returned(func: nodes.FunctionDef) -> List[nodes.NodeNG]:
-    """The values ``func``'s own ``return`` statements give back (a bare ``return`` gives none)."""
-    return [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
 
 
 def _call_bindings(call: nodes.Call, func: nodes.FunctionDef, bound: Bound) -> Bound:
@@ -489,7 +484,7 @@ def _call_work(call: nodes.Call, depth: int, bound: Bound = _NOTHING_BOUND) -> o
             return _class_work(klass, depth, call, bound)
         func = infer.function_def(call.func)
         if func is not None and not _in_torch(func):
-            returned = _returned(func)
+            returned = dataflow.returned_values(func)
             if returned:
                 return _combine([_per_item_work(r, depth - 1, _call_bindings(call, func, bound)) for r in returned])
     if any(kw.arg in TRANSFORM_KEYWORDS and not infer.is_none(kw.value) for kw in call.keywords or ()):

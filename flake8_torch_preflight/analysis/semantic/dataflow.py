@@ -214,6 +214,12 @@ def name_uses(binding: nodes.AssignName) -> List[nodes.Name]:
     return found
 
 
+def returned_values(func: nodes.FunctionDef) -> List[nodes.NodeNG]:
+    """The values ``func``'s own ``return`` statements give back (a bare ``return`` gives none; a nested
+    function's returns are its own)."""
+    return [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
+
+
 def is_self_attr(node: nodes.NodeNG) -> bool:
     """``self.x``, read or assigned."""
     return (isinstance(node, (nodes.Attribute, nodes.AssignAttr)) and isinstance(node.expr, nodes.Name)

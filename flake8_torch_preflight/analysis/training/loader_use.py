@@ -781,15 +781,23 @@ def may_set_epoch(setter: nodes.Call, sampler: nodes.Call, loaders: List[nodes.C
     return value is None or infer.is_instance_of(receiver, DISTRIBUTED_SAMPLERS | DATALOADERS)
 
 
-def bound_among(expr: nodes.NodeNG, targets: List[nodes.Call]) -> Optional[bool]:
+def bound_among(expr: nodes.NodeNG, targets: List[nodes.Call], depth: int = 2) -> Optional[bool]:
     """Whether ``expr`` is bound to one of the calls ``targets`` (a ``None`` on another branch,
-    ``sampler = DistributedSampler(ds) if distributed else None``, aside); None when not bound to calls."""
+    ``sampler = DistributedSampler(ds) if distributed else None``, aside), directly or through what a
+    function of the file returns (``loader = build_dataloader(args, ds)`` whose ``return dataloader``
+    is one of them, ``depth`` calls deep); None when not bound to calls."""
     if not isinstance(expr, (nodes.Name, nodes.Attribute)):
         return None
     values = [v for v in dataflow.assigned_values(expr, unpack=True) or () if not infer.is_none(v)]
     if not values or not all(isinstance(v, nodes.Call) for v in values):
         return None
-    return any(v is t for v in values for t in targets)
+    if any(v is t for v in values for t in targets):
+        return True
+    for value in values:
+        helper = loops.local_helper(value) if depth > 0 else None
+        if helper is not None and any(bound_among(r, targets, depth - 1) for r in dataflow.returned_values(helper)):
+            return True
+    return False
 
 
 def set_before_epoch_loop(setter: nodes.Call, epoch_loops: List["loops.Loop"]) -> bool:
