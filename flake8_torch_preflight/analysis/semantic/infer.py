@@ -229,10 +229,8 @@ def super_method(call: nodes.Call) -> Optional[nodes.FunctionDef]:
 
 
 def function_def(node: nodes.NodeNG) -> Optional[nodes.FunctionDef]:
-    """The function (or bound method's function) ``node`` infers to, or None; a method of a parameter
-    is looked up on what the function's in-file call sites pass (``attribute_value``:
-    ``estimator.update(...)`` in ``def run(env, estimator)`` called as ``run(env, PolicyNetwork(...))``)."""
-    value = attribute_value(node) if isinstance(node, nodes.Attribute) else safe_infer(node)
+    """The function (or bound method's function) ``node`` infers to, or None."""
+    value = safe_infer(node)
     while isinstance(value, (BoundMethod, UnboundMethod)):  # a BoundMethod may proxy an UnboundMethod
         value = value._proxied
     if isinstance(value, nodes.FunctionDef):
