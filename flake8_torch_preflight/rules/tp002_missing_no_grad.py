@@ -443,9 +443,8 @@ def _run_by_nobody(func: nodes.FunctionDef) -> bool:
     path = str(getattr(func.root(), "file", "") or "")
     if not path or func.decorators is not None or project.packaged(path):
         return False
-    for name in func.root().nodes_of_class(nodes.Name):
-        if name.name == func.name and not loops.inside(name, func):
-            return False
+    if evaluation.named_in_module(func):
+        return False
     return project.imported_elsewhere(func) is False and project.named_elsewhere(func.name, path, False) is False
 
 

@@ -214,10 +214,11 @@ def name_uses(binding: nodes.AssignName) -> List[nodes.Name]:
     return found
 
 
-def returned_values(func: nodes.FunctionDef) -> List[nodes.NodeNG]:
-    """The values ``func``'s own ``return`` statements give back (a bare ``return`` gives none; a nested
-    function's returns are its own)."""
-    return [r.value for r in func.nodes_of_class(nodes.Return) if r.value is not None and r.scope() is func]
+def returned_values(func: nodes.FunctionDef, bare: bool = False) -> List[Optional[nodes.NodeNG]]:
+    """The values ``func``'s own ``return`` statements give back (a nested function's returns are its
+    own); a bare ``return`` gives none, or, with ``bare``, a None in the list (for a caller that needs
+    every return to be of one shape)."""
+    return [r.value for r in func.nodes_of_class(nodes.Return) if r.scope() is func and (bare or r.value is not None)]
 
 
 def is_self_attr(node: nodes.NodeNG) -> bool:

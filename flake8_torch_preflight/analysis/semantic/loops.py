@@ -191,6 +191,13 @@ def local_helper(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     return func
 
 
+def of_project(node: nodes.NodeNG, site: nodes.NodeNG) -> bool:
+    """``node`` is defined in the file of ``site`` or in another module of the project (not torch's
+    stubs, not a library)."""
+    root = node.root()
+    return root is site.root() or brain.project_module(str(root.name))
+
+
 def project_callee(call: nodes.Call) -> "Tuple[Optional[nodes.FunctionDef], Optional[nodes.ClassDef]]":
     """The function of another module of the project that ``call`` runs, and the class when it builds
     one: a function (``utils.setup(cfg)``), a method of an instance of a project class

@@ -163,17 +163,16 @@ def mentions(path: str, pattern: "re.Pattern[str]") -> Optional[bool]:
     key = (root, pattern.pattern, pattern.flags)
     if key not in _MENTIONS:
         found: Optional[bool] = False
-        modules = 0
         for other in project_files(root):
             if other is None or (other.endswith(NAMING_SUFFIXES) and source(other) is None):
                 found = None
                 break
-            modules += other.endswith(".py") and os.path.abspath(other) != path
             if other.endswith(NAMING_SUFFIXES) and pattern.search(source(other) or ""):
                 found = True
                 break
-        _MENTIONS[key] = found if found or modules else None
-    return _MENTIONS[key]
+        _MENTIONS[key] = found
+    found = _MENTIONS[key]
+    return found if found is not False or _holds_others(root, path) else None
 
 
 _MENTIONS: "Dict[Tuple[str, str, int], Optional[bool]]" = {}
@@ -498,11 +497,12 @@ def _first_missing(statements: "List[nodes.NodeNG]", path: str) -> Optional[str]
         return None  # where the project's imports start is not known
     folder = os.path.dirname(path)
     absolute = _absolute_bases(root, folder)
+    complete = _holds_others(root, path)
     for node in statements:
         if isinstance(node, nodes.ImportFrom):
-            text = _unresolved_from(_relative_base(folder, node.level) if node.level else absolute, node, root, path)
+            text = _unresolved_from(_relative_base(folder, node.level) if node.level else absolute, node, complete)
         elif isinstance(node, nodes.Import):
-            text = next((n for n, _ in node.names if _resolutions(absolute, n, _holds_others(root, path)) == [None]), None)
+            text = next((n for n, _ in node.names if _resolutions(absolute, n, complete) == [None]), None)
             text = "import " + text if text else None
         else:
             continue
@@ -592,9 +592,10 @@ def _resolutions(bases: List[str], dotted: str, complete: bool = True) -> Option
     return found or None
 
 
-def _unresolved_from(bases: List[str], node: nodes.ImportFrom, root: str, path: str) -> Optional[str]:
-    """The text of ``from M import name`` when every base holding M lacks M or its name."""
-    found = _resolutions(bases, node.modname or "", _holds_others(root, path))
+def _unresolved_from(bases: List[str], node: nodes.ImportFrom, complete: bool) -> Optional[str]:
+    """The text of ``from M import name`` when every base holding M lacks M or its name (``complete``:
+    see ``_resolutions``)."""
+    found = _resolutions(bases, node.modname or "", complete)
     if not found:
         return None
     missing: Optional[str] = None

@@ -305,7 +305,7 @@ def fails_before_training(calls: List[nodes.Call]) -> bool:
 
 
 def _binds_unseen(module: nodes.Module) -> bool:
-    if any(name == "*" for node in module.nodes_of_class(nodes.ImportFrom) for name, _ in node.names):
+    if any(infer.star_import(node) for node in module.nodes_of_class(nodes.ImportFrom)):
         return True
     if "__getattr__" in module.locals:
         return True

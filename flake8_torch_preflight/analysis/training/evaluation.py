@@ -388,8 +388,7 @@ def model_method(call: nodes.Call) -> bool:
     klass = method.parent.frame()
     if not isinstance(klass, nodes.ClassDef) or not param_count.is_module_class(klass):
         return False
-    root = method.root()
-    if root is not call.root() and not brain.project_module(str(root.name)):
+    if not loops.of_project(method, call):
         return False  # a library's method (``generate`` of a pretrained model): not read here
     return _runs_submodules(method, 2)
 
@@ -766,7 +765,7 @@ def _volatile_returned(expr: nodes.NodeNG) -> bool:
     if func is None:
         return False
     params = _parameters(func)
-    returns = _returned_values(func)
+    returns = dataflow.returned_values(func, bare=True)
     for value in returns:
         if not isinstance(value, nodes.Tuple) or len(value.elts) != count:
             return False
@@ -880,19 +879,13 @@ def _reaching(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
 def _called_function(call: nodes.Call) -> Optional[nodes.FunctionDef]:
     """The function of the file or of another module of the project that ``call`` runs, or None."""
     func = infer.function_def(call.func)
-    if func is None or not (func.root() is call.root() or brain.project_module(str(func.root().name))):
-        return None
-    return func
+    return func if func is not None and loops.of_project(func, call) else None
 
 
 def _parameters(func: nodes.FunctionDef) -> List[str]:
     """The names of ``func``'s positional parameters a call passes (``self`` of a method aside)."""
     params = [a.name for a in func.args.args or []]
     return params[1:] if func.is_method() and func.type == "method" else params
-
-
-def _returned_values(func: nodes.FunctionDef) -> List[Optional[nodes.NodeNG]]:
-    return [r.value for r in func.nodes_of_class(nodes.Return) if r.scope() is func]
 
 
 def moved_argument(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:
@@ -907,7 +900,7 @@ def moved_argument(expr: nodes.NodeNG) -> Optional[nodes.NodeNG]:
     params = _parameters(func)
     if len(params) != 1 or func.args.vararg or func.args.kwarg:
         return None
-    returns = _returned_values(func)
+    returns = dataflow.returned_values(func, bare=True)
     if not returns or not all(_unwrapped_name(r) == params[0] for r in returns):
         return None
     return infer.argument(expr, params[0], 0)
@@ -1037,23 +1030,33 @@ def in_unused_class(node: nodes.NodeNG) -> bool:
         return False
     key = id(klass)
     if key not in _UNUSED:
-        _UNUSED[key] = not _named_in_module(klass) and project.named_elsewhere(klass.name, str(path)) is False
+        _UNUSED[key] = not named_in_module(klass) and project.named_elsewhere(klass.name, str(path)) is False
     return _UNUSED[key]
 
 
 _UNUSED: "Dict[int, bool]" = memo.per_file()
 
 
-def _named_in_module(klass: nodes.ClassDef) -> bool:
-    """A statement of the class's module outside the class names it (a name, an attribute, a string)."""
-    wanted = klass.name.lower()
-    for found in klass.root().nodes_of_class((nodes.Name, nodes.AssignName, nodes.Attribute, nodes.Const)):
+def _in_all(const: nodes.Const) -> bool:
+    assign = const.parent.parent if isinstance(const.parent, (nodes.List, nodes.Tuple)) else None
+    return isinstance(assign, nodes.Assign) and any(
+        isinstance(t, nodes.AssignName) and t.name == "__all__" for t in assign.targets
+    )
+
+
+def named_in_module(definition: "nodes.ClassDef | nodes.FunctionDef") -> bool:
+    """A statement of the module of a class or function, outside it, names it (a name, an attribute, a
+    string: a registry, ``getattr(module, "evaluate")``; not the module's ``__all__``, which only exports)."""
+    wanted = definition.name.lower()
+    for found in definition.root().nodes_of_class((nodes.Name, nodes.AssignName, nodes.Attribute, nodes.Const)):
         if isinstance(found, nodes.Const):
+            if _in_all(found):
+                continue  # ``__all__ = ["evaluate"]`` exports the name; the importers are read for its use
             text = found.value.lower() if isinstance(found.value, str) else ""
             hit = bool(re.search(r"\b{}\b".format(re.escape(wanted)), text))
         else:
             hit = (found.name if isinstance(found, (nodes.Name, nodes.AssignName)) else found.attrname).lower() == wanted
-        if hit and not loops.inside(found, klass):
+        if hit and not loops.inside(found, definition):
             return True
     return False
 

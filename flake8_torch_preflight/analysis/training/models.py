@@ -30,7 +30,7 @@ from astroid import nodes
 from astroid.bases import BoundMethod, Instance, UnboundMethod
 from astroid.exceptions import AstroidError
 
-from ..semantic import dataflow, infer
+from ..semantic import dataflow, infer, loops
 from ..semantic import static_values
 from ..setup import brain
 from . import param_count
@@ -432,9 +432,7 @@ def _constructions(expr: nodes.NodeNG, depth: int) -> Optional[List["tuple[nodes
             return _constructions(expr.args[0], depth - 1)
         if isinstance(func, nodes.Attribute) and func.attrname in CLASS_CONSTRUCTORS:
             built = infer.safe_infer(func.expr)  # ``ScoreModel.load_from_checkpoint(path)``: an instance of it
-            if isinstance(built, nodes.ClassDef) and (
-                built.root() is expr.root() or brain.project_module(str(built.root().name))
-            ):
+            if isinstance(built, nodes.ClassDef) and loops.of_project(built, expr):
                 return [(built, None)]
         cls = param_count.resolve_class(func)  # the class a constructor names, sibling modules included
         return [(cls, expr)] if cls is not None else None

@@ -275,9 +275,9 @@ class _RandomState:
         self.calls = list(calls)
         self.worker, self.inherited = worker, inherited
         self.framework_seeder = _framework_seeder(module)
-        self.intent = self.reseeded = self.weights = False
         seeded: Set[str] = set(import_seeds(module))  # a project module seeding where it is imported
         self.intent = bool(seeded)
+        self.reseeded = self.weights = False
         self.draws: Dict[str, Tuple[nodes.Call, str]] = {}
         #: Weights initialised from a global generator before the run first seeds it (the model built,
         #: then ``torch.manual_seed``): the seed reaches the data but not the initial weights.

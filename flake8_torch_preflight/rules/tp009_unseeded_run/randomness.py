@@ -619,11 +619,11 @@ def _project_effect(call: nodes.Call, depth: int) -> Optional[Effect]:
             initialises = initialises or found.weights
             if found.weights and TORCH in found.generators and not seeded and not early:
                 early = "{} (its {})".format(_label(call), found.label.split("(")[0] + "(...)")
+    inert = device.built_empty(call) or parameters_only(call)  # meta device / empty_init, or never applied
     if seeded:
-        built_empty = device.built_empty(call) or parameters_only(call)
-        return Effect(SEED, frozenset(seeded), placed=placed, early="" if built_empty else early)
-    if not generators or device.built_empty(call) or parameters_only(call):
-        return None  # nothing drawn, or built on the meta device / under empty_init, or never applied
+        return Effect(SEED, frozenset(seeded), placed=placed, early="" if inert else early)
+    if not generators or inert:
+        return None
     if klass is not None and infer.class_is_subclass_of(klass, MODULE_BASES):
         return Effect(DRAW, frozenset(generators), "{} (weight init)".format(_label(call)), True, through=True)
     label = "{} (its {})".format(_label(call), first.split("(")[0] + "(...)")
@@ -917,12 +917,12 @@ def _data_functions(call: nodes.Call) -> List[nodes.FunctionDef]:
     for keyword in call.keywords or ():
         if keyword.arg in LOADER_FUNCTIONS:
             func = infer.function_def(keyword.value)
-            if func is not None and _of_project(func, call):
+            if func is not None and loops.of_project(func, call):
                 functions.append(func)
     if not (infer.call_name(call) or "")[:1].isupper():
         return functions  # classes are named in CamelCase: the rest is not a class built
     klass = infer.safe_infer(call.func)
-    if not isinstance(klass, nodes.ClassDef) or not _of_project(klass, call):
+    if not isinstance(klass, nodes.ClassDef) or not loops.of_project(klass, call):
         return functions
     if infer.class_is_subclass_of(klass, MODULE_BASES):
         return functions  # a layer: its forward is the model's, not the data's
@@ -932,7 +932,7 @@ def _data_functions(call: nodes.Call) -> List[nodes.FunctionDef]:
         except (AstroidError, RecursionError):
             continue
         method = methods[0] if methods else None
-        if isinstance(method, nodes.FunctionDef) and _of_project(method, call):
+        if isinstance(method, nodes.FunctionDef) and loops.of_project(method, call):
             functions.append(method)
     return functions
 
@@ -954,12 +954,6 @@ def _function_effects(
         if klass is not None and dataflow.is_self_attr(inner.func):
             callee = infer.class_method(klass, inner.func.attrname)  # type: ignore[union-attr]
         callee = callee or infer.super_method(inner) or infer.function_def(inner.func)
-        if callee is not None and id(callee) not in seen and _of_project(callee, inner):
+        if callee is not None and id(callee) not in seen and loops.of_project(callee, inner):
             seen.add(id(callee))
             yield from _function_effects(callee, depth - 1, seen, klass)
-
-
-def _of_project(node: nodes.NodeNG, call: nodes.Call) -> bool:
-    """``node`` is defined in the file of ``call`` or in another module of the project (not torch, not a library)."""
-    root = node.root()
-    return root is call.root() or brain.project_module(str(root.name))
