@@ -265,6 +265,26 @@ def test_missing_import_is_not_judged_where_it_cannot_be(tmp_path: Path) -> None
     assert _missing(loose / "run.py") == "from lib import Y"
 
 
+def test_missing_import_of_a_module_of_another_folder(tmp_path: Path) -> None:
+    """A script copied from a sibling folder still imports that folder's module: no base of the script
+    holds it, so it stops with an ImportError; not when the project puts folders on the import path or
+    is an installable package."""
+    files = {
+        "pmf/ml_data.py": "def movie_lens():\n    pass\n", "pmf/train.py": "import ml_data\n",
+        "bpr/train.py": "import torch\nimport ml_data\n", "bpr/other.py": "from ml_data import movie_lens\n",
+        "bpr/plain.py": "import numpy\nfrom json import loads\n",
+    }
+    root = _project(tmp_path / "a", files)
+    assert _missing(root / "bpr" / "train.py") == "import ml_data"
+    assert _missing(root / "bpr" / "other.py") == "from ml_data import movie_lens"
+    assert _missing(root / "pmf" / "train.py") is None
+    assert _missing(root / "bpr" / "plain.py") is None  # a module the project does not hold: installed
+    shell = _project(tmp_path / "b", dict(files, **{"run.sh": "PYTHONPATH=pmf python bpr/train.py\n"}))
+    assert _missing(shell / "bpr" / "train.py") is None
+    installed = _project(tmp_path / "c", files, marker="setup.py")
+    assert _missing(installed / "bpr" / "train.py") is None
+
+
 def test_missing_submodule_of_a_project_package(tmp_path: Path) -> None:
     root = _project(tmp_path, {
         "models/__init__.py": "from .head import Head\n", "models/head.py": MODELING,

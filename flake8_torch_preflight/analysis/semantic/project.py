@@ -99,6 +99,7 @@ def forget() -> None:
     _DEFINED.clear()
     _MENTIONS.clear()
     marked_roots.cache_clear()
+    _module_names.cache_clear()
 
 
 #: Files that make the project an installable package: its classes are an API that code outside it may call.
@@ -501,14 +502,47 @@ def _first_missing(statements: "List[nodes.NodeNG]", path: str) -> Optional[str]
     for node in statements:
         if isinstance(node, nodes.ImportFrom):
             text = _unresolved_from(_relative_base(folder, node.level) if node.level else absolute, node, complete)
+            if text is None and not node.level and _out_of_reach(root, path, absolute, node.modname or ""):
+                text = "from {} import {}".format(node.modname, node.names[0][0])
         elif isinstance(node, nodes.Import):
-            text = next((n for n, _ in node.names if _resolutions(absolute, n, complete) == [None]), None)
+            text = next((n for n, _ in node.names if _resolutions(absolute, n, complete) == [None]
+                         or _out_of_reach(root, path, absolute, n)), None)
             text = "import " + text if text else None
         else:
             continue
         if text is not None:
             return text
     return None
+
+
+#: Texts by which a project puts more folders on the import path (a file changing ``sys.path``, a
+#: launch script or README exporting ``PYTHONPATH``): a module of another folder may then be found.
+IMPORT_PATH_CHANGES = re.compile(r"sys\.path|PYTHONPATH|addsitedir")
+
+
+def _out_of_reach(root: str, path: str, bases: List[str], dotted: str) -> bool:
+    """An absolute import of a module that the project holds only in a folder the import cannot reach:
+    no base of the file holds its top package, not a standard-library name, the project is no
+    installable package (``packaged``), changes no import path (``IMPORT_PATH_CHANGES``), and one of
+    its other folders holds a module or package of that name (``import ml_data`` in ``WRMF/bpr.py``
+    copied from ``PMF/``, where ``ml_data.py`` lives): a stale copy that stops with an ImportError."""
+    top = dotted.split(".")[0]
+    if not top or top in getattr(sys, "stdlib_module_names", ()) or packaged(path):
+        return False
+    if any(_has_entry(base, top) for base in bases):
+        return False
+    return top in _module_names(root) and mentions(path, IMPORT_PATH_CHANGES) is False
+
+
+@functools.lru_cache(maxsize=64)
+def _module_names(root: str) -> FrozenSet[str]:
+    """The names of the project's module files and of the folders holding them, wherever they are."""
+    names: Set[str] = set()
+    for other in project_files(root):
+        if other is not None and other.endswith(".py"):
+            names.add(os.path.basename(other)[:-3])
+            names.add(os.path.basename(os.path.dirname(other)))
+    return frozenset(names)
 
 
 def _relative_base(folder: str, level: int) -> List[str]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import builtins
 import os
 import re
-from typing import Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple, Union
 
 from astroid import nodes
 from astroid.exceptions import AstroidError
@@ -591,14 +591,15 @@ def made_up_demo(calls: List[nodes.Call]) -> bool:
     if not backwards or _fits(calls):
         return False
     for call in backwards:
-        if any(not counting_loop(loop) for loop in loops.enclosing_loops(call)):
+        if any(not counting_loop(loop) and not _made_up_loop(loop) for loop in loops.enclosing_loops(call)):
             return False  # a loop over batches, a parameter, a list: data
         if not isinstance(call.func, nodes.Attribute) or not made_up_inputs(call.func.expr):
             return False
     return True
 
 
-def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None) -> bool:
+def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None,
+                   entered: Optional[nodes.FunctionDef] = None) -> bool:
     """Every input ``expr`` (a loss) is computed from is made up in the file, and there is one: a
     tensor a factory makes (``evaluation.dummy_input``'s: ``torch.randn``, ``torch.ones``...), a synthetic
     generator or NumPy draw, a literal (``_synthetic``), a constant that is no keyword's option.  Names
@@ -606,8 +607,11 @@ def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None) -> bool
     functions, tensor methods, custom autograd ops, ``PURE_BUILTINS`` and functions of the project that
     read no data (``_computes_only``) compute from their arguments; a counter of a counting loop is no data.
     A parameter, a loop over anything else, a file's tensor (``torch.load``, ``reads_data``) or any other
-    call (``env.step(action)``, ``next(batches)``, a helper) may bring data: False.  ``names`` collects
-    the texts of the names and modules read on the way (what is trained)."""
+    call (``env.step(action)``, ``next(batches)``, a helper) may bring data: False.  A call of such a
+    function of the file whose every returned value is made up (``get_batch()`` returning
+    ``torch.randn(32, 1)`` and a function of it) makes its data up; the parameters of the function
+    ``entered`` (the one whose returns are traced) are its caller's arguments, traced there.  ``names``
+    collects the texts of the names and modules read on the way (what is trained)."""
     seen: Set[int] = set()
     pending: List[nodes.NodeNG] = [expr]
     made_up = False
@@ -624,6 +628,12 @@ def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None) -> bool
         if isinstance(node, nodes.Const) and not isinstance(node.parent, nodes.Keyword):
             made_up = True  # data written in the file: ``list(map(ord, "hello"))``, ``x * 2 + 1``
             continue
+        if isinstance(node, nodes.Call) and _makes_up(node):
+            made_up = True  # ``x, y = get_batch()``, its every return computed from ``torch.randn``
+            pending.extend(list(node.args) + [keyword.value for keyword in node.keywords or ()])
+            continue
+        if entered is not None and _parameter_of(node, entered):
+            continue  # the caller's argument, traced at the call
         inputs = _inputs_of(node, names)
         if inputs is None:
             return False
@@ -637,6 +647,10 @@ SYNTHETIC_DATA = ("sklearn.datasets.make_",)
 NUMPY_DRAWS = frozenset(
     "numpy.random." + name for name in ("rand", "randn", "randint", "random", "normal", "uniform", "choice")
 )
+#: NumPy's constructors of arrays of a given shape (``np.zeros((batch, 2))``): values written in the file.
+NUMPY_FACTORIES = frozenset(
+    "numpy." + name for name in ("zeros", "ones", "empty", "full", "eye", "arange", "linspace")
+)
 #: Builtins whose result is computed from their arguments only (``list(map(ord, "hello"))``).
 PURE_BUILTINS = frozenset({"list", "tuple", "map", "ord", "chr", "len", "range", "zip", "sorted", "float", "int"})
 
@@ -647,12 +661,12 @@ def _pure_builtin(node: nodes.NodeNG) -> bool:
 
 
 def _synthetic(node: nodes.NodeNG) -> bool:
-    """``node`` makes data up: a synthetic generator (``make_blobs(...)``), a NumPy draw, or a
+    """``node`` makes data up: a synthetic generator (``make_blobs(...)``), a NumPy draw or array of a shape, or a
     tensor built from a literal of constants (``torch.FloatTensor([[0, 0], [0, 1]])``)."""
     if not isinstance(node, nodes.Call) or not isinstance(node.func, (nodes.Name, nodes.Attribute)):
         return False
     dotted = infer.dotted_name(node.func) or infer.callee_qname(node) or ""
-    if dotted.startswith(SYNTHETIC_DATA) or dotted in NUMPY_DRAWS:
+    if dotted.startswith(SYNTHETIC_DATA) or dotted in NUMPY_DRAWS or dotted in NUMPY_FACTORIES:
         return True
     data = node.args[0] if len(node.args) == 1 else None
     return (
@@ -677,7 +691,10 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
         unpacked = dataflow.unpacked_from_call(node)
         if unpacked is not None:
             return [unpacked[0]]  # ``x, y = make_blobs(...)``: computed from what the call is
-        return [] if _counter(node) else None
+        if _counter(node):
+            return []
+        yielded = _generated(node)
+        return yielded
     if isinstance(node, nodes.Call):
         if reads_data(node) or (infer.dotted_name(node.func) or "") in TORCH_READS:
             return None
@@ -688,6 +705,8 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
         helper = loops.local_helper(node)
         if helper is not None and isinstance(helper.parent, nodes.Module) and _computes_only(helper):
             return arguments  # ``label_map(y, [0, 1], 0)``: a function of the file that reads no data
+        if (infer.dotted_name(func) or "").startswith("numpy."):
+            return arguments  # ``np.linalg.norm(points, axis=1)`` (NumPy's readers are ``DATA_LIBRARIES``)
         if _computes_from_arguments(func):
             if names is not None and infer.is_instance_of(func, MODULE_BASES):
                 names.add(dataflow.binding_text(func))  # the module trained
@@ -701,8 +720,10 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
                 return arguments  # ``model.forward(x)``
             return [func.expr] + arguments  # a tensor method: ``x.mm(w1).clamp(min=0)``
         return None
+    if isinstance(node, nodes.Attribute) and (infer.dotted_name(node) or "").startswith("numpy."):
+        return []  # ``np.int64``, ``np.pi``
     if isinstance(node, (nodes.BinOp, nodes.UnaryOp, nodes.Subscript, nodes.Tuple, nodes.List, nodes.Attribute,
-                         nodes.Starred, nodes.Slice)):
+                         nodes.Starred, nodes.Slice, nodes.Compare)):
         return list(node.get_children())
     return None
 
@@ -743,6 +764,103 @@ def _computes_from_arguments(func: nodes.NodeNG) -> bool:
         method = getattr(value, "_proxied", None)
         klass = method.parent.frame() if isinstance(method, nodes.FunctionDef) and method.parent else None
     return isinstance(klass, nodes.ClassDef) and infer.class_is_subclass_of(klass, AUTOGRAD_FUNCTIONS)
+
+
+def _makes_up(call: nodes.Call) -> bool:
+    """``call`` runs a function of the file's top level that reads no data (``_computes_only``) and
+    returns only made-up values (``made_up_inputs``, its parameters being the call's arguments)."""
+    func = loops.local_helper(call)
+    if func is None or not isinstance(func.parent, nodes.Module) or func.is_generator():
+        return False
+    key = id(func)
+    if key not in _MAKES_UP:
+        _MAKES_UP[key] = False  # a function returning its own call is not made up
+        values = dataflow.returned_values(func, bare=True)
+        _MAKES_UP[key] = (
+            bool(values) and all(v is not None for v in values) and _computes_only(func)
+            and all(made_up_inputs(v, entered=func) for v in values)
+        )
+    return _MAKES_UP[key]
+
+
+_MAKES_UP: "Dict[int, bool]" = memo.per_file()
+
+
+def _parameter_of(node: nodes.NodeNG, func: nodes.FunctionDef) -> bool:
+    """``node`` is a name bound only to a parameter of ``func``."""
+    if not isinstance(node, nodes.Name):
+        return False
+    binding = dataflow.sole_binding(node)
+    return isinstance(binding, nodes.AssignName) and isinstance(binding.parent, nodes.Arguments) and (
+        binding.parent.parent is func
+    )
+
+
+def _made_up_loop(loop: nodes.NodeNG) -> bool:
+    """A ``for`` whose iterables (through ``zip``, ``enumerate``...) are each a count (``range(n)``) or a
+    generator function of the file that makes its data up (``_made_up_generator``), at least one of them:
+    ``for i, (x, y) in zip(range(10000), batches()):`` over uniform random points labelled by their norm."""
+    sources = _loop_sources(loop)
+    return bool(sources) and any(isinstance(s, nodes.FunctionDef) for s in sources) and all(
+        isinstance(s, nodes.FunctionDef) or s == "count" for s in sources
+    )
+
+
+def _loop_sources(loop: nodes.NodeNG) -> "List[Union[str, nodes.FunctionDef, None]]":
+    """What a ``for`` iterates, each iterable of a ``zip`` apart: ``"count"`` for a ``range``, the
+    generator function of ``_made_up_generator``, or None for anything else."""
+    if not isinstance(loop, nodes.For):
+        return []
+    pending, found = [loop.iter], []  # type: List[nodes.NodeNG], List[Union[str, nodes.FunctionDef, None]]
+    while pending:
+        iterable = pending.pop()
+        if isinstance(iterable, nodes.Call) and infer.call_name(iterable) in loops.ITERATION_WRAPPERS:
+            pending.extend(iterable.args if infer.call_name(iterable) == "zip" else iterable.args[:1])
+            continue
+        if isinstance(iterable, nodes.Call):
+            name = infer.dotted_name(iterable.func) or infer.call_name(iterable) or ""
+            if name in COUNTING_ITERABLES:
+                found.append("count")
+                continue
+            found.append(_made_up_generator(iterable))
+            continue
+        found.append(None)
+    return found
+
+
+def _made_up_generator(call: nodes.Call) -> Optional[nodes.FunctionDef]:
+    """The generator function of the file's top level that ``call`` runs with constant arguments, when it
+    reads no data (``_computes_only``) and every value it yields is made up (``made_up_inputs``), or None."""
+    func = loops.local_helper(call)
+    if func is None or not isinstance(func.parent, nodes.Module) or not func.is_generator():
+        return None
+    key = id(func)
+    if key not in _GENERATORS:
+        _GENERATORS[key] = False  # a generator reading itself is not made up
+        values = [y.value for y in func.nodes_of_class(nodes.Yield) if y.value is not None]
+        _GENERATORS[key] = bool(values) and _computes_only(func) and all(
+            made_up_inputs(v, entered=func) for v in values
+        )
+    constants = all(isinstance(a, nodes.Const) for a in list(call.args) + [k.value for k in call.keywords or ()])
+    return func if _GENERATORS[key] and constants else None
+
+
+_GENERATORS: "Dict[int, bool]" = memo.per_file()
+
+
+def _generated(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+    """The values yielded to ``name``, a target of a ``for`` over made-up generators of the file
+    (``_made_up_loop``), or None."""
+    for loop in loops.enclosing_loops(name):
+        if not isinstance(loop, nodes.For) or not any(
+            isinstance(t, nodes.AssignName) and t.name == name.name for t in loop.target.nodes_of_class(nodes.AssignName)
+        ):
+            continue
+        if not _made_up_loop(loop):
+            return None
+        generators = [s for s in _loop_sources(loop) if isinstance(s, nodes.FunctionDef)]
+        return [y.value for g in generators for y in g.nodes_of_class(nodes.Yield) if y.value is not None]
+    return None
 
 
 def _counter(name: nodes.Name) -> bool:
