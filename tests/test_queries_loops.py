@@ -170,3 +170,62 @@ def test_default_range_length(source: str, expected: Optional[int]) -> None:
     assert loops.default_range_length(loop) == expected
     if "args" in source:
         assert loops.iteration_bound(loop, LIMIT) is None
+
+
+REJECTED = textwrap.dedent("""\
+    import torch
+    from dataclasses import dataclass
+
+
+    class Faces(torch.utils.data.Dataset):
+        def __init__(self, root, transform=None):
+            self.root = root
+
+
+    class Aged(Faces):
+        pass
+
+
+    class Loose:
+        def __init__(self, root, **options):
+            self.root = root
+
+
+    @dataclass
+    class Settings:
+        root: str = "."
+
+
+    def load(path, *, scale=1.0):
+        return path
+
+
+    def anything(*args):
+        return args
+
+
+    options = {"transform": None}
+    Faces("faces", transforms=None)
+    Aged("faces", None, True)
+    load("a", "b")
+    load("a", scaling=2)
+    Faces("faces", transform=None)
+    Aged(root="faces")
+    Loose("faces", transforms=None)
+    Settings(rooot=".")
+    anything(1, 2, 3)
+    load("a", scale=2.0)
+    Faces("faces", **options)
+    torch.nn.Linear(2, 3, bias=False, device="cpu")
+""")
+
+
+def test_rejected_argument_names_what_the_callee_does_not_take() -> None:
+    """A keyword or a positional argument that a project function or class (by the ``__init__`` it runs,
+    inherited from a project base) does not take; nothing for ``**kwargs``, ``*args``, a decorated class,
+    an unpacked call or a torch class."""
+    module = build_module(REJECTED, "/tmp/tp_queries_loops_rejected.py")
+    calls = [s.value for s in module.body if isinstance(s, nodes.Expr) and isinstance(s.value, nodes.Call)]
+    assert [loops.rejected_argument(call) for call in calls] == [
+        "transforms", "positional", "positional", "scaling", None, None, None, None, None, None, None, None,
+    ]

@@ -116,6 +116,18 @@ def test_calls_of_a_method_and_of_nothing(tmp_path: Path) -> None:
     assert [c.line for c in project.external_calls(_function(root / "trainer.py", "train")) or []] == [2]
 
 
+def test_calls_of_a_method_leave_another_class_calling_its_own(tmp_path: Path) -> None:
+    """``self.train(x)`` in a class that defines ``train`` is that class's call; in one that does not
+    (an inherited method, a mixin), it may be ``Trainer.train``'s."""
+    root = _project(tmp_path, {
+        "trainer.py": TRAINER,
+        "seq2seq.py": "class Seq:\n    def train(self, x):\n        pass\n\n    def fit(self, x):\n        self.train(x)\n",
+        "mixin.py": "class Fit:\n    def fit(self, x):\n        self.train(x)\n",
+    })
+    calls = project.external_calls(_function(root / "trainer.py", "train")) or []
+    assert [(Path(c.path).name, c.line) for c in calls] == [("mixin.py", 3)]
+
+
 def test_a_file_not_on_disk_has_no_project(tmp_path: Path) -> None:
     module = build_module(VALIDATION, str(tmp_path / "missing.py"))
     func = next(f for f in module.nodes_of_class(nodes.FunctionDef) if f.name == "validate")
@@ -283,6 +295,43 @@ def test_missing_import_of_a_module_of_another_folder(tmp_path: Path) -> None:
     assert _missing(shell / "bpr" / "train.py") is None
     installed = _project(tmp_path / "c", files, marker="setup.py")
     assert _missing(installed / "bpr" / "train.py") is None
+
+
+def test_missing_relative_import_in_a_copied_folder(tmp_path: Path) -> None:
+    """A relative import of a module its folder lacks (a pipeline copied into a folder without the
+    ``model.py`` it imports) fails whatever is installed; one its folder holds does not."""
+    root = _project(tmp_path, {
+        "unets/script/pipeline.py": "from .model import UNet\n",
+        "pools/script/pipeline.py": "from .model import Pool\nfrom .layers import Dense\n",
+        "pools/script/model.py": "class Pool:\n    pass\n", "pools/script/layers/__init__.py": "Dense = 1\n",
+    })
+    assert _missing(root / "unets" / "script" / "pipeline.py") == "from .model import UNet"
+    assert _missing(root / "pools" / "script" / "pipeline.py") is None
+
+
+def test_tp012_leaves_a_top_level_loader_nothing_reads(tmp_path: Path) -> None:
+    """A module-level loader that no statement reads and no other file names is dead; once another
+    module names it (it may import it), it is judged as before."""
+    script = textwrap.dedent("""\
+        import torch
+        from torch.utils.data import DataLoader
+        from torchvision.datasets import ImageFolder
+        from torchvision import transforms
+
+        train_loader = DataLoader(ImageFolder("train", transforms.ToTensor()), batch_size=8, shuffle=True)
+        val_loader = DataLoader(ImageFolder("val", transforms.ToTensor()), batch_size=8)
+        model = torch.nn.Conv2d(3, 2, 3).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for epoch in range(10):
+            for images, labels in train_loader:
+                optimizer.zero_grad()
+                model(images.cuda()).mean().backward()
+                optimizer.step()
+        """)
+    root = _project(tmp_path / "a", {"train.py": script, "other.py": "x = 1\n"})
+    assert _codes(root / "train.py", "TP012") == [6]
+    named = _project(tmp_path / "b", {"train.py": script, "evaluate.py": "from train import val_loader\n"})
+    assert _codes(named / "train.py", "TP012") == [6, 7]
 
 
 def test_missing_submodule_of_a_project_package(tmp_path: Path) -> None:

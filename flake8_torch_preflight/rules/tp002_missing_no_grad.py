@@ -74,6 +74,11 @@ class MissingNoGrad(Rule):
         " Nor is it for a wrapper that returns the forward's output as is (``def predict(self, s): return "
         "self.model(s)``, or through a name read only by the return): its callers decide what the graph is for "
         "(a policy's action probabilities feed its loss)."
+        " Nor is a forward run once per call of its function (in no loop of it) on the very inputs of a "
+        "training forward of the file, written alike and the same at every iteration "
+        "(``self.model(data.adjacency, data.x)`` in ``predict()`` and in the training loop of a full-graph "
+        "node classifier): its graph is no larger than the training step's, which the run holds anyway, and is "
+        "freed at return."
         " A method of a model class (an nn.Module or a LightningModule) that no call in the file reaches "
         "(``Model.infer()`` run from another module or by the trainer, whose caller may disable autograd) is "
         "left alone, with the methods only it calls, unless it switches the model itself (self.eval()) and "
@@ -218,6 +223,8 @@ class MissingNoGrad(Rule):
             return  # a caller runs it under enable_grad(): it wants the graph
         if _runs_once(p, node, func, _CALLER_DEPTH):
             return  # a one-off forward (a final test, a warm-up, a unit test): not an evaluation loop
+        if _replays_training_forward(p, node, func):
+            return  # the training forward's own inputs, once (a full-graph GNN): no new peak, freed at return
         if device.cpu_only(node.root()) and (_bound_in_file(model) or device.cpu_project(node.root())):
             return  # a program that runs on the CPU: no accelerator's memory or time is at stake
         runner = loops.enclosing_function(shared) if shared is not None else func
@@ -515,6 +522,43 @@ def _function_runs_once(p: "provenance.Provenance", func: nodes.FunctionDef, dep
 def _backpropagated(p: provenance.Provenance, call: nodes.Call) -> bool:
     ident = id(call)
     return any(ident in b.prov.sources or ident in b.prov.maybe for b in p.backwards)
+
+
+def _replays_training_forward(p: "provenance.Provenance", node: nodes.Call, func: Optional[nodes.FunctionDef]) -> bool:
+    """``node`` runs once per call of its function (in no loop of it) on the very inputs of a forward of
+    the file whose output reaches a ``backward()``, written alike (``self.model(data.adjacency, data.X)``
+    in ``predict()`` and in the training loop: full-batch training on one graph).  Its graph is no larger
+    than the training step's, which the run already holds at its peak, and is freed when the function
+    returns: a cost in recording time only."""
+    if func is None or any(loops.inside(loop, func) for loop in loops.enclosing_loops(node)):
+        return False
+    if not _fixed_inputs(node) or isinstance(node.scope(), nodes.ComprehensionScope):
+        return False
+    text = dataflow.binding_text(node)
+    return any(
+        other is not node and dataflow.binding_text(other) == text and _fixed_inputs(other) and _backpropagated(p, other)
+        for other in node.root().nodes_of_class(nodes.Call)
+        if infer.call_name(other) == infer.call_name(node)
+    )
+
+
+def _fixed_inputs(call: nodes.Call) -> bool:
+    """Every argument of ``call`` is an attribute of an object (``self.graph.x``, ``data.edge_index``) that
+    no loop around the call rebinds: the same tensors at every iteration, not a batch."""
+    arguments = list(call.args) + [keyword.value for keyword in call.keywords or ()]
+    if not arguments:
+        return False
+    rebound = {
+        name.name for loop in loops.enclosing_loops(call)
+        for name in loop.nodes_of_class(nodes.AssignName)
+    }
+    for argument in arguments:
+        root = argument
+        while isinstance(root, nodes.Attribute):
+            root = root.expr
+        if root is argument or not isinstance(root, nodes.Name) or root.name in rebound:
+            return False
+    return True
 
 
 def _result_trained(p: "provenance.Provenance", func: nodes.FunctionDef) -> bool:

@@ -157,7 +157,9 @@ class StarvedDataLoader(Rule):
         "reach no training loop and no evaluation of the trained model in the file (a test that only "
         "inspects the loader, prompts fed to an image pipeline, a helper module returning it to another "
         "file), unless it is never iterated here and is built beside a loader that feeds training (the "
-        "evaluation loader of a run); and a loader whose name is bound again before it is ever read."
+        "evaluation loader of a run); and a loader whose name is never read: bound again before any read, "
+        "a function's local nothing reads, or a module's name no statement reads and no other file of the "
+        "project names (a val_loader built beside the training loader and forgotten)."
     )
     example_bad = """
         import torch

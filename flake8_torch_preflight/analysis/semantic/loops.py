@@ -214,6 +214,58 @@ def project_callee(call: nodes.Call) -> "Tuple[Optional[nodes.FunctionDef], Opti
     return func, klass
 
 
+def rejected_argument(call: nodes.Call) -> Optional[str]:
+    """The argument ``call`` passes that its callee does not take, so that the call raises a TypeError
+    (the keyword's name, or ``"positional"``), or None.  Judged for an undecorated function or class of
+    the project (``of_project``) whose signature is read: a keyword that is none of its parameters with
+    no ``**kwargs``, more positional arguments than it takes with no ``*args``
+    (``AFADDataset(root, transforms=t)`` for ``def __init__(self, root, transform=None)``).  A class is
+    judged by the ``__init__`` it runs, when every class up to the one defining it is read and none has
+    a decorator, a metaclass or a ``__new__``; a call unpacking ``*args``/``**kwargs`` is not judged."""
+    if any(isinstance(a, nodes.Starred) for a in call.args) or any(k.arg is None for k in call.keywords or ()):
+        return None
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return None
+    target = infer.safe_infer(call.func)
+    bound = isinstance(target, nodes.ClassDef)
+    if bound:
+        func = _constructor(target)
+    elif isinstance(target, nodes.FunctionDef) and isinstance(target.parent, (nodes.Module, nodes.FunctionDef)):
+        func = target
+    else:
+        return None
+    if func is None or func.decorators is not None or func.args.args is None or not of_project(func, call):
+        return None
+    arguments = func.args
+    positional = list(arguments.posonlyargs or []) + list(arguments.args)
+    names = {a.name for a in list(arguments.args) + list(arguments.kwonlyargs or [])}
+    for keyword in call.keywords or ():
+        if keyword.arg not in names and arguments.kwarg is None:
+            return str(keyword.arg)
+    if len(call.args) > len(positional) - bound and arguments.vararg is None:
+        return "positional"
+    return None
+
+
+def _constructor(klass: nodes.ClassDef) -> Optional[nodes.FunctionDef]:
+    """The ``__init__`` an instance of ``klass`` runs, when it and every class before it are read and
+    plain (no decorator, metaclass or ``__new__``); else None."""
+    current: Optional[nodes.ClassDef] = klass
+    for _ in range(16):
+        if current is None or current.decorators is not None or current.declared_metaclass() is not None:
+            return None
+        if "__new__" in current.locals:
+            return None
+        own = infer.own_method(current, "__init__")
+        if own is not None:
+            return own
+        bases = [infer.safe_infer(base) for base in current.bases]
+        if len(bases) != 1 or not isinstance(bases[0], nodes.ClassDef) or not of_project(bases[0], klass):
+            return None  # several bases (an order to follow), a base not read, or a library's
+        current = bases[0]
+    return None
+
+
 _PROJECT_IMPORTS: "Dict[nodes.Module, Set[str]]" = memo.per_file()
 
 

@@ -218,7 +218,8 @@ def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
     """The calls other modules of the project make of ``func``: of a module-level function, calls of
     its name in a module that imports it from the checked module (``from .validation import
     validate``) or of ``<that module>.name(...)``; of a method, every ``.name(...)`` call (the
-    receiver is not resolved: more calls, never fewer); a module Python cannot parse calls nothing.
+    receiver is not resolved: more calls, never fewer) but ``self.name(...)`` in a class that defines
+    ``name`` itself (that class's own method); a module Python cannot parse calls nothing.
     None when the project cannot be read (no file on disk, too many files, an unreadable file)."""
     naming = _modules_naming(func)
     if naming is None:
@@ -333,6 +334,8 @@ def _index(path: str, text: str) -> Optional[_Index]:
                      _caller_backwards(node, parents, backwards))
                 )
             elif isinstance(callee, ast.Attribute):
+                if _own_method_call(callee, parents):
+                    continue  # ``self.predict(x)`` in a class defining ``predict``: that class's method
                 calls.setdefault(callee.attr, []).append(
                     (node.lineno, True, _dotted(callee.value), _grad_off(node, parents),
                      _loop_unpacks(node, parents, unpacks), _caller_backwards(node, parents, backwards))
@@ -357,6 +360,19 @@ def _calls_in(index: _Index, path: str, name: str, stem: str, method: bool) -> L
         if hit:
             found.append(ExternalCall(path, line, grad_off, loop_unpacks, trains))
     return found
+
+
+def _own_method_call(callee: ast.Attribute, parents: Dict[ast.AST, ast.AST]) -> bool:
+    """``self.<name>(...)`` in a method of a class that defines ``<name>`` itself."""
+    if not (isinstance(callee.value, ast.Name) and callee.value.id == "self"):
+        return False
+    current = parents.get(callee)
+    while current is not None and not isinstance(current, ast.ClassDef):
+        current = parents.get(current)
+    return current is not None and any(
+        isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == callee.attr
+        for item in current.body
+    )
 
 
 def _loop_unpacks(
@@ -628,8 +644,14 @@ def _resolutions(bases: List[str], dotted: str, complete: bool = True) -> Option
 
 def _unresolved_from(bases: List[str], node: nodes.ImportFrom, complete: bool) -> Optional[str]:
     """The text of ``from M import name`` when every base holding M lacks M or its name (``complete``:
-    see ``_resolutions``)."""
+    see ``_resolutions``), or when M is relative and its folder holds no module of that name in a
+    ``complete`` project (``from .model import Net`` in a copied folder without ``model.py``: no installed
+    package serves it; one file copied out of its project says nothing of its folder)."""
     found = _resolutions(bases, node.modname or "", complete)
+    top = (node.modname or "").split(".")[0]
+    if (not found and complete and node.level and top and len(bases) == 1 and os.path.isdir(bases[0])
+            and not _has_entry(bases[0], top)):
+        return "from {}{} import {}".format("." * node.level, node.modname, node.names[0][0])  # never installed
     if not found:
         return None
     missing: Optional[str] = None

@@ -283,9 +283,10 @@ def trains(calls: List[nodes.Call]) -> bool:
 
 
 def fails_before_training(calls: List[nodes.Call]) -> bool:
-    """The run stops with a NameError before its first training step: a call it makes first (in
-    ``calls``' run order) goes through a name the file never binds, not a builtin either
-    (``torch.optim.SGD(...)`` in a script that only imports ``from torch import nn``).  A file with a
+    """The run stops with a NameError or a TypeError before its first training step: a call it makes
+    first (in ``calls``' run order) goes through a name the file never binds, not a builtin either
+    (``torch.optim.SGD(...)`` in a script that only imports ``from torch import nn``), or passes an
+    argument its callee does not take (``loops.rejected_argument``).  A file with a
     star import, ``exec``, ``globals()`` or a module ``__getattr__`` may bind names unseen: never judged."""
     module = calls[0].root() if calls else None
     if module is None or _binds_unseen(module):
@@ -301,6 +302,8 @@ def fails_before_training(calls: List[nodes.Call]) -> bool:
                 head = head.value if isinstance(head, nodes.Subscript) else head.func
         if isinstance(head, nodes.Name) and head.root() is module and _unbound(head):
             return True
+        if loops.rejected_argument(call) is not None:
+            return True  # a TypeError: ``AFADDataset(root, transforms=t)`` for a class taking ``transform``
     return False
 
 

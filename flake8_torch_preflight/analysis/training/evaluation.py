@@ -976,7 +976,37 @@ def reported_code(node: nodes.NodeNG) -> bool:
         and project.missing_import_before(node) is None
         and not in_unused_class(node)
         and not in_template(node)
+        and not raises_before(node)
     )
+
+
+#: Statements that run whole when they run (a compound statement's body may not run).
+SIMPLE_STATEMENTS = (nodes.Expr, nodes.Assign, nodes.AnnAssign, nodes.AugAssign, nodes.Return)
+
+
+def raises_before(node: nodes.NodeNG) -> bool:
+    """A call that always runs before ``node`` in its function (or module), in a simple statement ahead of
+    it or in the test of an ``if`` around it, passes an argument its callee does not take
+    (``loops.rejected_argument``): the TypeError stops the code before ``node`` runs
+    (``dataset = AFADDataset(root, transforms=t)`` for a class taking ``transform``, then the loaders)."""
+    statement = node.statement()
+    key = id(statement)
+    if key not in _RAISES:
+        _RAISES[key] = any(
+            loops.rejected_argument(call) is not None
+            for earlier in loops.run_before(node)
+            if isinstance(earlier, SIMPLE_STATEMENTS) or not earlier.is_statement
+            for call in _calls_run(earlier)
+        )
+    return _RAISES[key]
+
+
+_RAISES: "Dict[int, bool]" = memo.per_file()
+
+
+def _calls_run(node: nodes.NodeNG) -> List[nodes.Call]:
+    found = [node] if isinstance(node, nodes.Call) else []
+    return found + list(node.nodes_of_class(nodes.Call, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)))
 
 
 def in_template(node: nodes.NodeNG) -> bool:

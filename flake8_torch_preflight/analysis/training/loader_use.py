@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Set, Tuple
 from astroid import nodes
 from astroid.exceptions import AstroidError
 
-from ..semantic import dataflow, infer, loops, memo
+from ..semantic import dataflow, infer, loops, memo, project
 from . import entrypoint, evaluation, frameworks, gradients, grad, training_step
 from .torch_names import DATALOADERS
 
@@ -622,19 +622,25 @@ def _next_method(parent: nodes.NodeNG, child: nodes.NodeNG) -> bool:
 
 
 def _rebound_unread(bindings: List[nodes.NodeNG]) -> bool:
-    """Every name the loader was bound to is read nowhere and bound again in the same scope
-    (``loader = DataLoader(ds)`` replaced by ``loader = DataLoader(train_part)`` before any use)."""
+    """Every name the loader was bound to is read nowhere: bound again in the same scope before any
+    use (``loader = DataLoader(ds)`` replaced by ``loader = DataLoader(train_part)``), a function's
+    local, or a module's name that no other file of the project names (``val_loader`` built and
+    forgotten; another module may import a name it names)."""
     if not bindings or not all(isinstance(b, nodes.AssignName) for b in bindings):
         return False
     for binding in bindings:
         if dataflow.name_uses(binding):
             return False
+        scope = binding.scope()
         others = [
-            n for n in binding.scope().nodes_of_class(nodes.AssignName)
-            if n.name == binding.name and n is not binding and n.scope() is binding.scope()
+            n for n in scope.nodes_of_class(nodes.AssignName)
+            if n.name == binding.name and n is not binding and n.scope() is scope
         ]
-        if not others:
-            return False  # bound once and never read here: another module may import it
+        if others or isinstance(scope, nodes.FunctionDef):
+            continue
+        path = getattr(binding.root(), "file", None)
+        if not path or project.named_elsewhere(binding.name, str(path)) is not False:
+            return False  # bound once at the top level: another module may import it
     return True
 
 

@@ -139,7 +139,9 @@ class UnseededRun(Rule):
         " a ``__main__`` block that only switches a model to training mode and times a forward does not train,"
         " nor does one optimizer step outside any loop (a profiler's or ``torch.utils.bottleneck``'s demonstration),"
         " nor a script that stops with a NameError before its first step (``torch.optim.SGD`` where ``torch`` is"
-        " never imported);"
+        " never imported) or a TypeError (a project class called with a keyword its ``__init__`` does not take);"
+        " a demo whose batches come from a generator or a batch function of the file that makes them up"
+        " (``zip(range(1000), batches())`` over uniform random points labelled by their norm) is one too;"
         " a module only built to lend its ``parameters()`` to an optimizer (an LR-schedule plot) draws nothing"
         " that matters."
     )
@@ -188,7 +190,7 @@ class UnseededRun(Rule):
         if not entrypoint.trains(everything) or entrypoint.benchmark_only(everything):
             return  # no training step, or only steps timed on made-up tensors
         if entrypoint.fails_before_training(calls):
-            return  # a name the file never binds stops the run before it trains (NameError)
+            return  # a name the file never binds, or a rejected argument, stops the run before it trains
         if entrypoint.updates_parameters(everything) and not entrypoint.repeats_training(everything):
             return  # one optimizer step outside any loop (a profiler's demonstration): nothing trained
         if entrypoint.made_up_demo(everything):
@@ -307,6 +309,8 @@ class _RandomState:
                 continue
             if found.weights and _built_for(call, self.calls, loaded):
                 continue  # a layer of a model whose every construction in the run has its weights loaded
+            if found.weights and found.kind == DRAW and weights_replaced(call):
+                continue  # ``model = build(...).to(device)`` then ``model.load_state_dict(...)``
             if id(call) in choices:
                 self.intent = True  # ``args.seed = random.randint(1, 10000)``: picks the seed, draws no training
                 continue

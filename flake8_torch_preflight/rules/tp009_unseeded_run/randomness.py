@@ -685,8 +685,9 @@ def _optimized_fresh(binding: nodes.AssignName, hops: int) -> bool:
 
 def weights_replaced(call: nodes.Call) -> bool:
     """The model ``call`` builds has weights loaded into it later (``model.load_state_dict(...)``, on
-    the name it is bound to or a rebinding that wraps it): its initialisation is overwritten."""
-    target = dataflow.assigned_name(call)
+    the name it is bound to, moved or wrapped on the way (``build(...).to(device)``), or a rebinding
+    that wraps it): its initialisation is overwritten."""
+    target = _rebinding(call) or dataflow.assigned_name(call)
     return target is not None and _loads_into(target, MODEL_HOPS)
 
 
