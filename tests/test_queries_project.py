@@ -128,6 +128,21 @@ def test_calls_of_a_method_leave_another_class_calling_its_own(tmp_path: Path) -
     assert [(Path(c.path).name, c.line) for c in calls] == [("mixin.py", 3)]
 
 
+def test_calls_of_a_function_follow_the_import_to_its_file(tmp_path: Path) -> None:
+    """``from trainer import iteration`` in ``main.py`` loads the ``trainer.py`` beside it: a debugging copy
+    in ``check_cuda/`` with the same name is not called; an import no folder holds may reach either."""
+    trainer = "def iteration(model, loader):\n    return [model(x) for x in loader]\n"
+    root = _project(tmp_path, {
+        "trainer.py": trainer, "check_cuda/trainer.py": trainer,
+        "main.py": "from trainer import iteration\n\niteration(None, [])\n",
+        "tools/run.py": "import sys\nsys.path.insert(0, 'lib')\nfrom helpers.trainer import iteration\n\niteration(None, [])\n",
+    })
+    copy = project.external_calls(_function(root / "check_cuda" / "trainer.py", "iteration")) or []
+    real = project.external_calls(_function(root / "trainer.py", "iteration")) or []
+    assert sorted(Path(c.path).name for c in real) == ["main.py", "run.py"]
+    assert [Path(c.path).name for c in copy] == ["run.py"]
+
+
 def test_a_file_not_on_disk_has_no_project(tmp_path: Path) -> None:
     module = build_module(VALIDATION, str(tmp_path / "missing.py"))
     func = next(f for f in module.nodes_of_class(nodes.FunctionDef) if f.name == "validate")
@@ -285,12 +300,15 @@ def test_missing_import_of_a_module_of_another_folder(tmp_path: Path) -> None:
         "pmf/ml_data.py": "def movie_lens():\n    pass\n", "pmf/train.py": "import ml_data\n",
         "bpr/train.py": "import torch\nimport ml_data\n", "bpr/other.py": "from ml_data import movie_lens\n",
         "bpr/plain.py": "import numpy\nfrom json import loads\n",
+        "style/__init__.py": "", "style/utils.py": "X = 1\n", "style/run.py": "import utils\n",
+        "pmf/utils.py": "X = 2\n",
     }
     root = _project(tmp_path / "a", files)
     assert _missing(root / "bpr" / "train.py") == "import ml_data"
     assert _missing(root / "bpr" / "other.py") == "from ml_data import movie_lens"
     assert _missing(root / "pmf" / "train.py") is None
     assert _missing(root / "bpr" / "plain.py") is None  # a module the project does not hold: installed
+    assert _missing(root / "style" / "run.py") is None  # beside the script, in a package folder: found when it runs
     shell = _project(tmp_path / "b", dict(files, **{"run.sh": "PYTHONPATH=pmf python bpr/train.py\n"}))
     assert _missing(shell / "bpr" / "train.py") is None
     installed = _project(tmp_path / "c", files, marker="setup.py")

@@ -159,7 +159,9 @@ class StarvedDataLoader(Rule):
         "file), unless it is never iterated here and is built beside a loader that feeds training (the "
         "evaluation loader of a run); and a loader whose name is never read: bound again before any read, "
         "a function's local nothing reads, or a module's name no statement reads and no other file of the "
-        "project names (a val_loader built beside the training loader and forgotten)."
+        "project names (a val_loader built beside the training loader and forgotten); and a loader every "
+        "loop training from which moves its batches only to the CPU (``images.to(device)`` in a "
+        "``train(..., device='cpu')`` its calls pass the CPU to), whatever else in the file uses CUDA."
     )
     example_bad = """
         import torch
@@ -246,10 +248,14 @@ class StarvedDataLoader(Rule):
             problems = [p for p in problems if "num_workers" not in p]
         if not problems:
             return
-        if not device.uses_cuda(module) or not training_step.file_trains(module):
+        if not device.uses_cuda(module):
             return
+        if not training_step.file_trains(module) and self._consumers.use(node) != self._consumers.TRAIN:
+            return  # no step, optimizer or trainer in the file, and no training loop reached from the loader
         if _batches_already_on_device(settings):
             return
+        if _trains_on_host(self._consumers.flows(node)):
+            return  # every loop training from it moves its batches to the CPU: no GPU waits on it
         pin_only = not any("num_workers" in p for p in problems)
         if pin_only and not _copies_non_blocking(self._consumers.flows(node)):
             return  # pinning alone pays only for asynchronous copies: a blocking copy waits anyway
@@ -741,6 +747,20 @@ def _dataset_on_device(expr: nodes.NodeNG, depth: int) -> bool:
     if klass is not None and klass.root() is expr.root():
         return infer.class_is_subclass_of(klass, DATASET_BASES) and _moves_to_device(klass)
     return False
+
+
+def _trains_on_host(uses: "loader_use.Uses") -> bool:
+    """The loader trains, and every loop training from it moves its batches only to the host: each has a
+    ``.to()`` of its own whose target is the CPU (``image_data.to(device)`` in ``train(..., device='cpu')``,
+    read through the call sites) and none to an accelerator or an unknown device."""
+    if not uses.training_loops:
+        return False
+    for loop in uses.training_loops:
+        targets = [device.transfer_target(call) for call in loop.nodes_of_class(nodes.Call)
+                   if infer.method_name(call) in ("to", "cuda")]
+        if not targets or any(target != "host" for target in targets):
+            return False
+    return True
 
 
 def _plain(args: List[nodes.NodeNG]) -> List[nodes.NodeNG]:

@@ -226,8 +226,9 @@ def external_calls(func: nodes.FunctionDef) -> Optional[List[ExternalCall]]:
         return None
     stem, indexes = naming
     found: List[ExternalCall] = []
+    target = os.path.abspath(str(func.root().file))
     for other, index in indexes:
-        found.extend(_calls_in(index, other, func.name, stem, func.is_method()))
+        found.extend(_calls_in(index, other, func.name, stem, func.is_method(), target))
     return found
 
 
@@ -267,8 +268,9 @@ def imported_elsewhere(func: nodes.FunctionDef) -> Optional[bool]:
     if naming is None:
         return None
     stem, indexes = naming
-    for _, index in indexes:
-        for home, imported, local in index.imports:
+    target = os.path.abspath(str(func.root().file))
+    for other, index in indexes:
+        for home, imported, local in _imports_reaching(index, other, target):
             if home == stem and imported in (func.name, "*"):
                 if (local if imported == func.name else func.name) in index.reads:
                     return True  # imported and read: an unused import runs nothing
@@ -291,6 +293,8 @@ class _Index(NamedTuple):
     #: the names the module reads, and the (receiver, attribute) pairs it reads (``tools.evaluate``)
     reads: FrozenSet[str] = frozenset()
     attributes: FrozenSet[Tuple[str, str]] = frozenset()
+    #: for each import, the module as written and its level (``from ..engine import x``: ``("engine", 2)``)
+    sources: Tuple[Tuple[str, int], ...] = ()
 
 
 _INDEXES: "Dict[str, Tuple[str, Optional[_Index]]]" = {}
@@ -306,6 +310,7 @@ def _index(path: str, text: str) -> Optional[_Index]:
         _INDEXES[path] = (text, None)
         return None
     imports: List[Tuple[str, str, str]] = []
+    sources: List[Tuple[str, int]] = []
     parents: Dict[ast.AST, ast.AST] = {}
     calls: Dict[str, List[_IndexedCall]] = {}
     unpacks: Dict[int, FrozenSet[Tuple[str, int]]] = {}
@@ -323,9 +328,11 @@ def _index(path: str, text: str) -> Optional[_Index]:
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 imports.append(((node.module or "").split(".")[-1], alias.name, alias.asname or alias.name))
+                sources.append((node.module or "", node.level or 0))
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 imports.append((alias.name.split(".")[-1], "", alias.asname or alias.name))
+                sources.append((alias.name, 0))
         elif isinstance(node, ast.Call):
             callee = node.func
             if isinstance(callee, ast.Name):
@@ -340,15 +347,16 @@ def _index(path: str, text: str) -> Optional[_Index]:
                     (node.lineno, True, _dotted(callee.value), _grad_off(node, parents),
                      _loop_unpacks(node, parents, unpacks), _caller_backwards(node, parents, backwards))
                 )
-    index = _Index(imports, calls, frozenset(reads), frozenset(attributes))
+    index = _Index(imports, calls, frozenset(reads), frozenset(attributes), tuple(sources))
     _INDEXES[path] = (text, index)
     return index
 
 
-def _calls_in(index: _Index, path: str, name: str, stem: str, method: bool) -> List[ExternalCall]:
-    local_names = {local for module, imported, local in index.imports if imported == name and module == stem}
-    modules = {local for module, imported, local in index.imports if (imported or module) == stem and not imported}
-    modules |= {local for module, imported, local in index.imports if imported == stem}
+def _calls_in(index: _Index, path: str, name: str, stem: str, method: bool, target: str) -> List[ExternalCall]:
+    imports = _imports_reaching(index, path, target)
+    local_names = {local for module, imported, local in imports if imported == name and module == stem}
+    modules = {local for module, imported, local in imports if (imported or module) == stem and not imported}
+    modules |= {local for module, imported, local in imports if imported == stem}
     found: List[ExternalCall] = []
     for line, attribute, receiver, grad_off, loop_unpacks, trains in _index_calls(index, name, local_names):
         if method:
@@ -360,6 +368,32 @@ def _calls_in(index: _Index, path: str, name: str, stem: str, method: bool) -> L
         if hit:
             found.append(ExternalCall(path, line, grad_off, loop_unpacks, trains))
     return found
+
+
+def _imports_reaching(index: _Index, importer: str, target: str) -> List[Tuple[str, str, str]]:
+    """The imports of the module ``importer`` (its ``_Index``) that may load the module file ``target``:
+    all but those that resolve, from the importer's folder, the project root and its ``src`` folder (or
+    the folder a relative import names), to another file of the project (``from trainer import iteration``
+    loads the ``trainer.py`` beside the script, not ``check_cuda/trainer.py``).  An import no base holds
+    may reach it through a changed import path: kept."""
+    root = marked_root(importer) or os.path.dirname(os.path.dirname(importer))
+    folder = os.path.dirname(importer)
+    kept = []
+    for position, entry in enumerate(index.imports):
+        written, level = index.sources[position] if position < len(index.sources) else ("", 0)
+        bases = _relative_base(folder, level) if level else _absolute_bases(root, folder)
+        names = [written] + ([written + "." + entry[1] if written else entry[1]] if entry[1] else [])
+        found = [f for base in bases for dotted in names if dotted for f in _module_files(base, dotted)]
+        if not found or target in found:
+            kept.append(entry)
+    return kept
+
+
+def _module_files(base: str, dotted: str) -> List[str]:
+    """The file a module ``dotted`` loads from ``base`` (a module file or a package's ``__init__.py``), if any."""
+    path = os.path.join(base, *dotted.split("."))
+    found = [candidate for candidate in (path + ".py", os.path.join(path, "__init__.py")) if os.path.isfile(candidate)]
+    return [os.path.abspath(candidate) for candidate in found]
 
 
 def _own_method_call(callee: ast.Attribute, parents: Dict[ast.AST, ast.AST]) -> bool:
@@ -545,8 +579,8 @@ def _out_of_reach(root: str, path: str, bases: List[str], dotted: str) -> bool:
     top = dotted.split(".")[0]
     if not top or top in getattr(sys, "stdlib_module_names", ()) or packaged(path):
         return False
-    if any(_has_entry(base, top) for base in bases):
-        return False
+    if any(_has_entry(base, top) for base in bases + [os.path.dirname(path)]):
+        return False  # the file's own folder too: first on the path when it runs as a script
     return top in _module_names(root) and mentions(path, IMPORT_PATH_CHANGES) is False
 
 

@@ -285,8 +285,9 @@ def trains(calls: List[nodes.Call]) -> bool:
 def fails_before_training(calls: List[nodes.Call]) -> bool:
     """The run stops with a NameError or a TypeError before its first training step: a call it makes
     first (in ``calls``' run order) goes through a name the file never binds, not a builtin either
-    (``torch.optim.SGD(...)`` in a script that only imports ``from torch import nn``), or passes an
-    argument its callee does not take (``loops.rejected_argument``).  A file with a
+    (``torch.optim.SGD(...)`` in a script that only imports ``from torch import nn``), or, at the
+    script's top level (``_at_top``), passes an argument its callee does not take
+    (``loops.rejected_argument``).  A file with a
     star import, ``exec``, ``globals()`` or a module ``__getattr__`` may bind names unseen: never judged."""
     module = calls[0].root() if calls else None
     if module is None or _binds_unseen(module):
@@ -302,9 +303,22 @@ def fails_before_training(calls: List[nodes.Call]) -> bool:
                 head = head.value if isinstance(head, nodes.Subscript) else head.func
         if isinstance(head, nodes.Name) and head.root() is module and _unbound(head):
             return True
-        if loops.rejected_argument(call) is not None:
+        if _at_top(call) and loops.rejected_argument(call) is not None:
             return True  # a TypeError: ``AFADDataset(root, transforms=t)`` for a class taking ``transform``
     return False
+
+
+def _at_top(call: nodes.Call) -> bool:
+    """``call`` is in a statement of the module's top level or of its ``if __name__ == "__main__":``
+    block: it runs whenever the script does (not in a branch, a loop or a function)."""
+    statement = call.statement()
+    parent = statement.parent
+    if isinstance(parent, nodes.Module):
+        return True
+    return (
+        isinstance(parent, nodes.If) and statement in parent.body and isinstance(parent.parent, nodes.Module)
+        and "__main__" in parent.test.as_string()
+    )
 
 
 def _binds_unseen(module: nodes.Module) -> bool:

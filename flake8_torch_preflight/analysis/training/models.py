@@ -594,9 +594,9 @@ def _call_mode(call: nodes.Call, constructing: bool, plain: bool, depth: int, se
         return False  # ``super().__init__(...)``: the base classes are read on their own
     callee = infer.safe_infer(func)
     if isinstance(callee, nodes.ClassDef):
-        if callee.qname().startswith("torch.") or infer.class_is_subclass_of(callee, MODULE_BASES):
+        if callee.qname().startswith("torch.nn.") or infer.class_is_subclass_of(callee, MODULE_BASES):
             return _class_mode(callee, call, depth - 1, seen)
-        return False  # not a module: an instance of it is never registered
+        return False  # not a module (an optimizer ``optim.Adam(self.parameters())``): never registered
     function = callee
     while isinstance(function, (BoundMethod, UnboundMethod)):
         function = function._proxied

@@ -631,6 +631,9 @@ def step_owners(event: Event) -> Optional[Set[str]]:
     type that is no optimizer (a scheduler); None when the optimizer cannot be attributed."""
     if event.model is None or not isinstance(event.model.node, (nodes.Name, nodes.Attribute)):
         return None
+    held = _held_optimizer(event.model.node)
+    if held is not None:
+        return held
     values = dataflow.assigned_values(event.model.node)
     if not values or len(values) != 1 or not isinstance(values[0], nodes.Call):
         return None
@@ -645,6 +648,32 @@ def step_owners(event: Event) -> Optional[Set[str]]:
     if owner is None:
         return None
     return {owner} | _parents(params.func.expr)  # type: ignore[union-attr]
+
+
+def _held_optimizer(node: nodes.NodeNG) -> Optional[Set[str]]:
+    """For ``net.optimizer`` (not ``self.optimizer``): when ``net``'s class (read) binds that attribute once,
+    to an optimizer over its own ``self.parameters()``, the names of ``net`` and the models holding it
+    (``critic`` and ``gan`` for ``gan.critic.optimizer``); else None."""
+    if not isinstance(node, nodes.Attribute) or dataflow.is_self_attr(node):
+        return None
+    klass = infer.instance_class(node.expr)
+    name = dataflow.terminal_name(node.expr)
+    if klass is None or name is None:
+        return None
+    bound = [
+        target.parent.value for target in klass.nodes_of_class(nodes.AssignAttr)
+        if target.attrname == node.attrname and dataflow.is_self_attr(target) and isinstance(target.parent, nodes.Assign)
+    ]
+    if len(bound) != 1 or not isinstance(bound[0], nodes.Call):
+        return None
+    built = infer.safe_infer(bound[0].func)
+    params = infer.argument(bound[0], "params", 0)
+    if not (isinstance(built, nodes.ClassDef) and infer.class_is_subclass_of(built, OPTIMIZER_BASES)):
+        return None
+    if not (isinstance(params, nodes.Call) and infer.method_name(params) == "parameters"
+            and isinstance(params.func.expr, nodes.Name) and params.func.expr.name == "self"):
+        return None
+    return {name} | _parents(node)
 
 
 def _parents(expr: nodes.NodeNG) -> Set[str]:

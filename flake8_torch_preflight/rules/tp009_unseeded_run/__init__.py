@@ -63,7 +63,7 @@ from ...analysis.training import entrypoint
 from .randomness import (
     DRAW, INTENT, NUMPY, NUMPY_RNG, RANDOM, RANDOM_INSTANCE, RESEED, SEED, TORCH, DataEffect, data_path, effect,
     import_seeds,
-    placed_seed, seed_choices, weights_replaced,
+    placed_seed, seed_choices, weights_loaded_first, weights_replaced,
 )
 from .._base import MAX_MESSAGE, Rule, fit_message, register, text_gate
 
@@ -309,7 +309,7 @@ class _RandomState:
                 continue
             if found.weights and _built_for(call, self.calls, loaded):
                 continue  # a layer of a model whose every construction in the run has its weights loaded
-            if found.weights and found.kind == DRAW and weights_replaced(call):
+            if found.weights and found.kind == DRAW and weights_loaded_first(call):
                 continue  # ``model = build(...).to(device)`` then ``model.load_state_dict(...)``
             if id(call) in choices:
                 self.intent = True  # ``args.seed = random.randint(1, 10000)``: picks the seed, draws no training
