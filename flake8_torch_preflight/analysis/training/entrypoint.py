@@ -737,8 +737,8 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
                 return arguments  # ``model.forward(x)``
             return [func.expr] + arguments  # a tensor method: ``x.mm(w1).clamp(min=0)``
         return None
-    if isinstance(node, nodes.Attribute) and (infer.dotted_name(node) or "").startswith("numpy."):
-        return []  # ``np.int64``, ``np.pi``
+    if isinstance(node, nodes.Attribute) and (infer.dotted_name(node) or "").startswith(("numpy.", "torch.")):
+        return []  # ``np.int64``, ``np.pi``, ``dtype=torch.float32``: a library's constant, no data
     if isinstance(node, (nodes.BinOp, nodes.UnaryOp, nodes.Subscript, nodes.Tuple, nodes.List, nodes.Attribute,
                          nodes.Starred, nodes.Slice, nodes.Compare)):
         return list(node.get_children())
