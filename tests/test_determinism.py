@@ -172,3 +172,30 @@ def test_a_project_module_is_read_from_the_checked_files_own_tree(tmp_path: Path
     assert made(sub) == "torch.nn.Conv2d"
     assert made(top) == "torch.nn.Linear"
     assert made(sub) == "torch.nn.Conv2d"
+
+
+_ONE_FILE = """\
+import json, sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from harness import run_plugin
+path = Path({path!r})
+print(json.dumps(run_plugin(path, path.read_text(encoding="utf-8"), ["TP009"])))
+"""
+
+
+def test_a_call_drawing_from_two_generators_names_them_in_one_order() -> None:
+    """A project helper drawing from ``random`` and torch in one call: the message names torch first under
+    every hash seed (the generators of one call are a set; hash seeds 0 and 2 ordered it differently)."""
+    path = FIXTURES / "tp009_project_two_generators.py"
+    code = _ONE_FILE.format(tests=str(ROOT / "tests"), path=str(path))
+    runs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={"PYTHONHASHSEED": seed, "PATH": "", "PYTHONDONTWRITEBYTECODE": "1"})
+        for seed in ("0", "2", "5")
+    ]
+    found = [_result(run) for run in runs]
+    assert found[0] == found[1] == found[2]
+    assert [message for _, _, message in found[0]] == [
+        message for _, _, message in found[0] if "uses the torch RNG, never seeded (nor random)" in message
+    ] != []

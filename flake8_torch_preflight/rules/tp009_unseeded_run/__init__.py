@@ -378,9 +378,10 @@ class _RandomState:
                     unseeded.append(generator)
         shared = [g for g in unseeded if g in _SEEDERS]  # the global generators: one root cause, one finding
         if shared:
-            first = min(shared, key=lambda g: self.calls.index(self.draws[g][0]))
+            order = list(_SEEDERS)  # one call drawing from several generators: torch first, whatever the hash seed
+            first = min(shared, key=lambda g: (self.calls.index(self.draws[g][0]), order.index(g)))
             unseen = sorted(g for g in self.unseen & set(_SEEDERS) if g not in self.seeded and g not in shared)
-            others = [g for g in shared if g != first] + unseen
+            others = sorted((g for g in shared if g != first), key=order.index) + unseen
             found.append(self._finding(first, self._wording(first, others)))
         for generator in unseeded:
             if generator not in _SEEDERS:  # a generator built without a seed: its own cause
