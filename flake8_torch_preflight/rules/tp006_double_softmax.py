@@ -49,13 +49,15 @@ class DoubleSoftmax(Rule):
     code, slug = "TP006", "double-softmax"
     skips_branches_not_taken = True  # ``if multi_class:`` with the flag False in every run: no run pairs them
     requires = text_gate(r"(?i)softmax")
-    message = "{what} into {loss} applies log_softmax twice: a worse model; pass raw logits"
+    message = "{what} into {loss} {effect}; pass raw logits"
     quoted = ("what",)
     rationale = (
         "CrossEntropyLoss and F.cross_entropy expect unnormalised logits and compute log_softmax internally. "
-        "Feeding them probabilities (softmax) or log-probabilities (log_softmax) applies the normalisation "
-        "twice: the loss stays finite and training runs, but the gradient is compressed and the model learns "
-        "slowly or plateaus. The rule follows the loss through aliases and assignments, and the input back "
+        "Feeding them probabilities (softmax) applies the normalisation twice: the loss stays finite and "
+        "training runs, but the gradient is compressed and the model learns slowly or plateaus. Feeding them "
+        "log-probabilities (log_softmax) repeats a normalisation that changes nothing (log_softmax of a "
+        "log_softmax is itself: the same loss and gradients), at the cost of one more kernel and a model whose "
+        "outputs no longer say what the loss expects; the message says so. The rule follows the loss through aliases and assignments, and the input back "
         "through local assignments, softmax layers, and the forward() of a model defined in the file whose "
         "every return is a softmax. A library trainer handed the model and the loss "
         "(`NeuralNet(MyModule, criterion=nn.CrossEntropyLoss)`) feeds the model's output to the loss itself: "
@@ -119,14 +121,16 @@ class DoubleSoftmax(Rule):
         first = origins.input_argument(node)
         if first is None:
             return
-        what = softmax_origin(first)
-        if what is None:
+        found = softmax_origin(first)
+        if found is None:
             return
+        what = found.text
         if what.endswith(".forward"):
             if what in self._forwards:
                 return  # the same model's forward fed to a second loss (its validation step): one root cause
             self._forwards.add(what)
-        self.report(node, what=what, loss="CrossEntropyLoss" if "functional" not in loss else "F.cross_entropy")
+        self.report(node, what=what, loss="CrossEntropyLoss" if "functional" not in loss else "F.cross_entropy",
+                    effect=_effect(found))
 
     def _trainer_pairing(self, node: nodes.Call) -> bool:
         """``Trainer(MyModule, criterion=nn.CrossEntropyLoss)`` (class or instance, the module a class
@@ -144,7 +148,7 @@ class DoubleSoftmax(Rule):
         found = origins.Tracer(_call_kind, _layer_kind, MAX_DEPTH).module_output(module)
         if found is None:
             return False
-        self.report(criterion, what=found.text, loss="CrossEntropyLoss")
+        self.report(criterion, what=found.text, loss="CrossEntropyLoss", effect=_effect(found))
         return True
 
 
@@ -221,7 +225,14 @@ def _layer_kind(name: str) -> Optional[origins.Origin]:
     return None
 
 
-def softmax_origin(expr: nodes.NodeNG) -> Optional[str]:
-    """``"softmax"``/``"log_softmax"``/... (the message text) when ``expr`` is always such an output."""
-    found = origins.Tracer(_call_kind, _layer_kind, MAX_DEPTH).trace(expr)
-    return None if found is None else found.text
+def softmax_origin(expr: nodes.NodeNG) -> "Optional[origins.Origin]":
+    """The softmax or log_softmax ``expr`` always is the output of (its kind and the message text), or None."""
+    return origins.Tracer(_call_kind, _layer_kind, MAX_DEPTH).trace(expr)
+
+
+def _effect(found: "origins.Origin") -> str:
+    """What the pairing costs: probabilities normalised again train a worse model; log-probabilities
+    normalised again give the same loss (log_softmax is idempotent), a wasted kernel."""
+    if found.kind == "log_softmax":
+        return "repeats its log_softmax: the same loss, a wasted kernel"
+    return "applies log_softmax twice: a worse model"

@@ -382,6 +382,29 @@ def is_host_value(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
     return False
 
 
+#: NumPy's array constructors: an element stored into their result is converted to a NumPy scalar.
+NUMPY_ARRAYS = frozenset("numpy." + name for name in (
+    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "asarray",
+    "arange", "linspace", "eye",
+))
+
+
+def is_numpy_array(expr: nodes.NodeNG) -> bool:
+    """``expr`` is a name (or ``self.x``) bound only to NumPy array constructors (``np.zeros(n)``), none
+    with ``dtype=object``: storing a tensor into an element converts it to a number, graph and all gone
+    (``hist[i] = loss``)."""
+    values = dataflow.assigned_values(expr) if isinstance(expr, (nodes.Name, nodes.Attribute)) else None
+    if not values:
+        return False
+    for value in values:
+        if not isinstance(value, nodes.Call) or (infer.dotted_name(value.func) or "") not in NUMPY_ARRAYS:
+            return False
+        dtype = infer.argument(value, "dtype")
+        if dtype is not None and "object" in dtype.as_string():
+            return False
+    return True
+
+
 def is_device_value(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:
     """``expr`` provably lives on an accelerator: ``.cuda()``, ``.to(<accelerator>)``, a
     factory with ``device=<accelerator>``, or computed from one by tensor methods and indexing."""

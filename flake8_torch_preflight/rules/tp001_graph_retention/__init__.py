@@ -210,6 +210,9 @@ class GraphRetention(Rule):
         p = provenance.of(self.ctx)
         if p.grad_mode(node) == provenance.OFF and _is_tensor(target.value):
             return False  # ``buf[i] = loss`` under no_grad: the value is copied, no graph is recorded
+        root = accumulators.container_root(target.value)
+        if root is not None and device.is_numpy_array(root):
+            return False  # ``hist[i] = loss`` into ``np.zeros(n)``: NumPy keeps a number, not the graph
         loop = loops.innermost(node)
         if loop is None:
             return False
