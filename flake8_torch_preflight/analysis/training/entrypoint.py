@@ -399,11 +399,19 @@ def trains_in_project(call: nodes.Call, depth: int = PROJECT_TRAINING_DEPTH) -> 
     return _TRAINS_IN_PROJECT[key]
 
 
+#: Methods a module shares with tensors that return the receiver moved or cast: ``x.cuda().train()`` is a
+#: module's mode switch (a tensor has no ``train()``; a trainer object is not moved to a device).
+MOVES_AND_CASTS = frozenset({"cuda", "to", "cpu", "half", "float", "double", "bfloat16", "to_empty"})
+
+
 def _module_receiver(expr: nodes.NodeNG) -> bool:
-    """``expr`` is a module: an instance of ``nn.Module``, or built from classes that define a
-    ``forward`` (a model whose ``nn`` comes from a star import of a module that is not read)."""
+    """``expr`` is a module: an instance of ``nn.Module``, the result of moving or casting something
+    (``net.cuda()``, ``MOVES_AND_CASTS``), or built from classes that define a ``forward`` (a model whose
+    ``nn`` comes from a star import of a module that is not read)."""
     if infer.is_instance_of(expr, MODULE_BASES):
         return True
+    if isinstance(expr, nodes.Call) and infer.method_name(expr) in MOVES_AND_CASTS:
+        return True  # ``net.cuda().train()``: what is moved to a device and then switched to training is a module
     classes = models.model_classes(expr)
     return bool(classes) and all(_defines_forward(cls) for cls in classes)
 
