@@ -537,8 +537,7 @@ def _replays_training_forward(p: "provenance.Provenance", node: nodes.Call, func
     text = dataflow.binding_text(node)
     return any(
         other is not node and dataflow.binding_text(other) == text and _fixed_inputs(other) and _backpropagated(p, other)
-        for other in node.root().nodes_of_class(nodes.Call)
-        if infer.call_name(other) == infer.call_name(node)
+        for other in loops.calls_named(node.root(), infer.call_name(node) or "")
     )
 
 

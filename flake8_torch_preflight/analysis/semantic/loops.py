@@ -63,13 +63,25 @@ BLOCK_FIELDS = ("body", "orelse", "handlers", "finalbody")
 def earlier_in_block(statement: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
     """The statements before ``statement`` in the statement list that holds it (a body, an ``else``, a
     handler list, a ``finally``), in order; None when its parent holds it in no such list."""
+    found = _split_block(statement)
+    return None if found is None else found[0]
+
+
+def later_in_block(statement: nodes.NodeNG) -> Optional[List[nodes.NodeNG]]:
+    """The statements after ``statement`` in the statement list that holds it, in order; None when its
+    parent holds it in no such list."""
+    found = _split_block(statement)
+    return None if found is None else found[1]
+
+
+def _split_block(statement: nodes.NodeNG) -> "Optional[Tuple[List[nodes.NodeNG], List[nodes.NodeNG]]]":
     parent = statement.parent
     for field in BLOCK_FIELDS:
         block = getattr(parent, field, None)
         if isinstance(block, list):
             for index, item in enumerate(block):
                 if item is statement:
-                    return block[:index]
+                    return block[:index], block[index + 1:]
     return None
 
 

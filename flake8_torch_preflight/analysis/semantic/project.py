@@ -376,7 +376,7 @@ def _imports_reaching(index: _Index, importer: str, target: str) -> List[Tuple[s
     the folder a relative import names), to another file of the project (``from trainer import iteration``
     loads the ``trainer.py`` beside the script, not ``check_cuda/trainer.py``).  An import no base holds
     may reach it through a changed import path: kept."""
-    root = marked_root(importer) or os.path.dirname(os.path.dirname(importer))
+    root = project_root(importer)
     folder = os.path.dirname(importer)
     kept = []
     for position, entry in enumerate(index.imports):

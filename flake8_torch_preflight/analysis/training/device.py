@@ -400,9 +400,16 @@ def is_numpy_array(expr: nodes.NodeNG) -> bool:
         if not isinstance(value, nodes.Call) or (infer.dotted_name(value.func) or "") not in NUMPY_ARRAYS:
             return False
         dtype = infer.argument(value, "dtype")
-        if dtype is not None and "object" in dtype.as_string():
+        if dtype is not None and _object_dtype(dtype):
             return False
     return True
+
+
+def _object_dtype(dtype: nodes.NodeNG) -> bool:
+    """``object``, ``np.object_``, ``"O"`` or ``"object"``: an array of Python objects keeps what it is given."""
+    if isinstance(dtype, nodes.Const):
+        return dtype.value in ("O", "object")
+    return dataflow.terminal_name(dtype) in ("object", "object_")
 
 
 def is_device_value(expr: nodes.NodeNG, depth: int = MAX_DEPTH) -> bool:

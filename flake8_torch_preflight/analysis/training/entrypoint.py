@@ -315,10 +315,7 @@ def _at_top(call: nodes.Call) -> bool:
     parent = statement.parent
     if isinstance(parent, nodes.Module):
         return True
-    return (
-        isinstance(parent, nodes.If) and statement in parent.body and isinstance(parent.parent, nodes.Module)
-        and "__main__" in parent.test.as_string()
-    )
+    return is_main_guard(parent) and statement in parent.body and isinstance(parent.parent, nodes.Module)
 
 
 def _binds_unseen(module: nodes.Module) -> bool:
@@ -399,19 +396,15 @@ def trains_in_project(call: nodes.Call, depth: int = PROJECT_TRAINING_DEPTH) -> 
     return _TRAINS_IN_PROJECT[key]
 
 
-#: Methods a module shares with tensors that return the receiver moved or cast: ``x.cuda().train()`` is a
-#: module's mode switch (a tensor has no ``train()``; a trainer object is not moved to a device).
-MOVES_AND_CASTS = frozenset({"cuda", "to", "cpu", "half", "float", "double", "bfloat16", "to_empty"})
-
-
 def _module_receiver(expr: nodes.NodeNG) -> bool:
-    """``expr`` is a module: an instance of ``nn.Module``, the result of moving or casting something
-    (``net.cuda()``, ``MOVES_AND_CASTS``), or built from classes that define a ``forward`` (a model whose
-    ``nn`` comes from a star import of a module that is not read)."""
+    """``expr`` is a module: an instance of ``nn.Module``, what a module's self-returning method gives
+    (``net.cuda()``, ``models.SELF_RETURNING_METHODS``: a tensor has no ``train()`` to call on it, a trainer
+    object is not moved to a device), or built from classes that define a ``forward`` (a model whose ``nn``
+    comes from a star import of a module that is not read)."""
     if infer.is_instance_of(expr, MODULE_BASES):
         return True
-    if isinstance(expr, nodes.Call) and infer.method_name(expr) in MOVES_AND_CASTS:
-        return True  # ``net.cuda().train()``: what is moved to a device and then switched to training is a module
+    if isinstance(expr, nodes.Call) and infer.method_name(expr) in models.SELF_RETURNING_METHODS:
+        return True  # ``net.cuda().train()``: a mode switch
     classes = models.model_classes(expr)
     return bool(classes) and all(_defines_forward(cls) for cls in classes)
 
@@ -672,10 +665,9 @@ SYNTHETIC_DATA = ("sklearn.datasets.make_",)
 NUMPY_DRAWS = frozenset(
     "numpy.random." + name for name in ("rand", "randn", "randint", "random", "normal", "uniform", "choice")
 )
-#: NumPy's constructors of arrays of a given shape (``np.zeros((batch, 2))``): values written in the file.
-NUMPY_FACTORIES = frozenset(
-    "numpy." + name for name in ("zeros", "ones", "empty", "full", "eye", "arange", "linspace")
-)
+#: NumPy's constructors of arrays of a given shape or range (``np.zeros((batch, 2))``): values written in the
+#: file (``np.array(x)`` converts what it is given: not one of them).
+NUMPY_FACTORIES = device.NUMPY_ARRAYS - {"numpy.array", "numpy.asarray"}
 #: Builtins whose result is computed from their arguments only (``list(map(ord, "hello"))``).
 PURE_BUILTINS = frozenset({"list", "tuple", "map", "ord", "chr", "len", "range", "zip", "sorted", "float", "int"})
 
@@ -716,10 +708,7 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
         unpacked = dataflow.unpacked_from_call(node)
         if unpacked is not None:
             return [unpacked[0]]  # ``x, y = make_blobs(...)``: computed from what the call is
-        if _counter(node):
-            return []
-        yielded = _generated(node)
-        return yielded
+        return [] if _counter(node) else _generated(node)
     if isinstance(node, nodes.Call):
         if reads_data(node) or (infer.dotted_name(node.func) or "") in TORCH_READS:
             return None
@@ -792,23 +781,37 @@ def _computes_from_arguments(func: nodes.NodeNG) -> bool:
 
 
 def _makes_up(call: nodes.Call) -> bool:
-    """``call`` runs a function of the file's top level that reads no data (``_computes_only``) and
-    returns only made-up values (``made_up_inputs``, its parameters being the call's arguments)."""
+    """``call`` runs a function of the file's top level that returns only made-up values
+    (``_made_up_results``)."""
     func = loops.local_helper(call)
-    if func is None or not isinstance(func.parent, nodes.Module) or func.is_generator():
+    return func is not None and not func.is_generator() and _made_up_results(func)
+
+
+def _produced(func: nodes.FunctionDef) -> List[Optional[nodes.NodeNG]]:
+    """What ``func`` hands its caller: the values it yields (a generator) or returns (a bare ``return``
+    as a None)."""
+    if func.is_generator():
+        return [y.value for y in func.nodes_of_class(nodes.Yield) if y.scope() is func]
+    return dataflow.returned_values(func, bare=True)
+
+
+def _made_up_results(func: nodes.FunctionDef) -> bool:
+    """``func``, a function of the file's top level, reads no data (``_computes_only``) and every value
+    it returns or yields is made up (``made_up_inputs``, its parameters being its caller's arguments)."""
+    if not isinstance(func.parent, nodes.Module):
         return False
     key = id(func)
-    if key not in _MAKES_UP:
-        _MAKES_UP[key] = False  # a function returning its own call is not made up
-        values = dataflow.returned_values(func, bare=True)
-        _MAKES_UP[key] = (
+    if key not in _MADE_UP_RESULTS:
+        _MADE_UP_RESULTS[key] = False  # a function returning its own call is not made up
+        values = _produced(func)
+        _MADE_UP_RESULTS[key] = (
             bool(values) and all(v is not None for v in values) and _computes_only(func)
             and all(made_up_inputs(v, entered=func) for v in values)
         )
-    return _MAKES_UP[key]
+    return _MADE_UP_RESULTS[key]
 
 
-_MAKES_UP: "Dict[int, bool]" = memo.per_file()
+_MADE_UP_RESULTS: "Dict[int, bool]" = memo.per_file()
 
 
 def _parameter_of(node: nodes.NodeNG, func: nodes.FunctionDef) -> bool:
@@ -825,15 +828,19 @@ def _made_up_loop(loop: nodes.NodeNG) -> bool:
     """A ``for`` whose iterables (through ``zip``, ``enumerate``...) are each a count (``range(n)``) or a
     generator function of the file that makes its data up (``_made_up_generator``), at least one of them:
     ``for i, (x, y) in zip(range(10000), batches()):`` over uniform random points labelled by their norm."""
-    sources = _loop_sources(loop)
-    return bool(sources) and any(isinstance(s, nodes.FunctionDef) for s in sources) and all(
+    return _only_made_up(_loop_sources(loop))
+
+
+def _only_made_up(sources: "List[Union[str, nodes.FunctionDef, None]]") -> bool:
+    return any(isinstance(s, nodes.FunctionDef) for s in sources) and all(
         isinstance(s, nodes.FunctionDef) or s == "count" for s in sources
     )
 
 
 def _loop_sources(loop: nodes.NodeNG) -> "List[Union[str, nodes.FunctionDef, None]]":
-    """What a ``for`` iterates, each iterable of a ``zip`` apart: ``"count"`` for a ``range``, the
-    generator function of ``_made_up_generator``, or None for anything else."""
+    """What a ``for`` iterates, each iterable of a ``zip`` apart, through the iteration wrappers:
+    ``"count"`` for a ``range`` or a literal of constants, the generator function of
+    ``_made_up_generator``, or None for anything else."""
     if not isinstance(loop, nodes.For):
         return []
     pending, found = [loop.iter], []  # type: List[nodes.NodeNG], List[Union[str, nodes.FunctionDef, None]]
@@ -841,6 +848,10 @@ def _loop_sources(loop: nodes.NodeNG) -> "List[Union[str, nodes.FunctionDef, Non
         iterable = pending.pop()
         if isinstance(iterable, nodes.Call) and infer.call_name(iterable) in loops.ITERATION_WRAPPERS:
             pending.extend(iterable.args if infer.call_name(iterable) == "zip" else iterable.args[:1])
+            continue
+        if isinstance(iterable, (nodes.Tuple, nodes.List, nodes.Set)):
+            constants = all(isinstance(element, nodes.Const) for element in iterable.elts)
+            found.append("count" if constants else None)  # settings tried in turn: ``for bins in (0, 2, 10):``
             continue
         if isinstance(iterable, nodes.Call):
             name = infer.dotted_name(iterable.func) or infer.call_name(iterable) or ""
@@ -854,23 +865,13 @@ def _loop_sources(loop: nodes.NodeNG) -> "List[Union[str, nodes.FunctionDef, Non
 
 
 def _made_up_generator(call: nodes.Call) -> Optional[nodes.FunctionDef]:
-    """The generator function of the file's top level that ``call`` runs with constant arguments, when it
-    reads no data (``_computes_only``) and every value it yields is made up (``made_up_inputs``), or None."""
+    """The generator function of the file's top level that ``call`` runs with constant arguments, when its
+    every yield is made up (``_made_up_results``), or None."""
     func = loops.local_helper(call)
-    if func is None or not isinstance(func.parent, nodes.Module) or not func.is_generator():
+    if func is None or not func.is_generator() or not _made_up_results(func):
         return None
-    key = id(func)
-    if key not in _GENERATORS:
-        _GENERATORS[key] = False  # a generator reading itself is not made up
-        values = [y.value for y in func.nodes_of_class(nodes.Yield) if y.value is not None]
-        _GENERATORS[key] = bool(values) and _computes_only(func) and all(
-            made_up_inputs(v, entered=func) for v in values
-        )
     constants = all(isinstance(a, nodes.Const) for a in list(call.args) + [k.value for k in call.keywords or ()])
-    return func if _GENERATORS[key] and constants else None
-
-
-_GENERATORS: "Dict[int, bool]" = memo.per_file()
+    return func if constants else None
 
 
 def _generated(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
@@ -881,10 +882,10 @@ def _generated(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
             isinstance(t, nodes.AssignName) and t.name == name.name for t in loop.target.nodes_of_class(nodes.AssignName)
         ):
             continue
-        if not _made_up_loop(loop):
+        sources = _loop_sources(loop)
+        if not _only_made_up(sources):
             return None
-        generators = [s for s in _loop_sources(loop) if isinstance(s, nodes.FunctionDef)]
-        return [y.value for g in generators for y in g.nodes_of_class(nodes.Yield) if y.value is not None]
+        return [v for g in sources if isinstance(g, nodes.FunctionDef) for v in _produced(g) if v is not None]
     return None
 
 
@@ -941,21 +942,13 @@ def measures(call: nodes.Call) -> bool:
 
 
 def counting_loop(loop: nodes.NodeNG) -> bool:
-    """A ``while`` loop, a ``for`` over ``range(n)`` (wrapped or not: ``tqdm(range(n))``), or over a
-    literal of constants (``for bins in (0, 2, 10):``, settings tried in turn)."""
+    """A ``while`` loop, or a ``for`` whose every iterable (``_loop_sources``: through ``tqdm``,
+    ``enumerate``, each one of a ``zip``) is a ``range(n)`` or a literal of constants (``for bins in
+    (0, 2, 10):``, settings tried in turn)."""
     if not isinstance(loop, nodes.For):
         return isinstance(loop, nodes.While)
-    iterable = loop.iter
-    if isinstance(iterable, (nodes.Tuple, nodes.List, nodes.Set)):
-        return all(isinstance(element, nodes.Const) for element in iterable.elts)
-    while isinstance(iterable, nodes.Call) and isinstance(iterable.func, (nodes.Name, nodes.Attribute)):
-        name = infer.dotted_name(iterable.func) or infer.call_name(iterable) or ""
-        if name in COUNTING_ITERABLES:
-            return True
-        if infer.call_name(iterable) not in loops.ITERATION_WRAPPERS or not iterable.args:
-            return False
-        iterable = iterable.args[0]
-    return False
+    sources = _loop_sources(loop)
+    return bool(sources) and all(source == "count" for source in sources)
 
 
 def _results_read(scope: nodes.NodeNG, forwards: List[nodes.Call], backwards: List[nodes.Call]) -> bool:

@@ -996,17 +996,12 @@ def raises_before(node: nodes.NodeNG) -> bool:
             loops.rejected_argument(call) is not None
             for earlier in loops.run_before(node)
             if isinstance(earlier, SIMPLE_STATEMENTS) or not earlier.is_statement
-            for call in _calls_run(earlier)
+            for call in infer.iter_calls(earlier)
         )
     return _RAISES[key]
 
 
 _RAISES: "Dict[int, bool]" = memo.per_file()
-
-
-def _calls_run(node: nodes.NodeNG) -> List[nodes.Call]:
-    found = [node] if isinstance(node, nodes.Call) else []
-    return found + list(node.nodes_of_class(nodes.Call, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)))
 
 
 def in_template(node: nodes.NodeNG) -> bool:

@@ -637,7 +637,12 @@ def step_owners(event: Event) -> Optional[Set[str]]:
     values = dataflow.assigned_values(event.model.node)
     if not values or len(values) != 1 or not isinstance(values[0], nodes.Call):
         return None
-    built = values[0]
+    return _optimizer_owners(values[0])
+
+
+def _optimizer_owners(built: nodes.Call) -> Optional[Set[str]]:
+    """For the call that builds a stepped object: ``step_owners``' answer (the models whose parameters
+    the optimizer holds, an empty set for a known type that is no optimizer, None when not attributed)."""
     klass = infer.safe_infer(built.func)
     if not isinstance(klass, nodes.ClassDef):
         return None
@@ -664,15 +669,8 @@ def _held_optimizer(node: nodes.NodeNG) -> Optional[Set[str]]:
         target.parent.value for target in klass.nodes_of_class(nodes.AssignAttr)
         if target.attrname == node.attrname and dataflow.is_self_attr(target) and isinstance(target.parent, nodes.Assign)
     ]
-    if len(bound) != 1 or not isinstance(bound[0], nodes.Call):
-        return None
-    built = infer.safe_infer(bound[0].func)
-    params = infer.argument(bound[0], "params", 0)
-    if not (isinstance(built, nodes.ClassDef) and infer.class_is_subclass_of(built, OPTIMIZER_BASES)):
-        return None
-    if not (isinstance(params, nodes.Call) and infer.method_name(params) == "parameters"
-            and isinstance(params.func.expr, nodes.Name) and params.func.expr.name == "self"):
-        return None
+    if len(bound) != 1 or not isinstance(bound[0], nodes.Call) or _optimizer_owners(bound[0]) != {"self"}:
+        return None  # not one optimizer over the holder's own ``self.parameters()``
     return {name} | _parents(node)
 
 

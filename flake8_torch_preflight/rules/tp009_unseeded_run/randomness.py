@@ -690,37 +690,21 @@ def weights_replaced(call: nodes.Call) -> bool:
     return target is not None and _loads_into(target, MODEL_HOPS)
 
 
-#: Methods of a module that leave its weights as they are (a move, a mode switch, a cast).
-KEEPING_METHODS = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16"})
-
-
 def weights_loaded_first(call: nodes.Call) -> bool:
     """The model ``call`` builds (bound to a name, moved on the way: ``build(...).to(device)``) has weights
-    loaded into it by the next statements of the same block, before any other use of it than a move or a
-    mode switch (``model.load_state_dict(checkpoint[...])`` right after the build): its initialisation
-    never reaches anything.  A load under a condition (a resume flag), or after training, is not."""
+    loaded into it by the next statements of the same block, before any other use of it than a method
+    returning the module itself (``models.SELF_RETURNING_METHODS``: a move, a mode switch, a cast):
+    ``model.load_state_dict(checkpoint[...])`` right after the build, so its initialisation never reaches
+    anything.  A load under a condition (a resume flag), or after training, is not."""
     target = _rebinding(call) or dataflow.assigned_name(call)
     statement = target.statement() if target is not None else None
-    if statement is None or not isinstance(statement, nodes.Assign):
-        return False
-    block = loops.earlier_in_block(statement)
-    parent_block = statement.parent
-    following = None
-    for field in loops.BLOCK_FIELDS:
-        items = getattr(parent_block, field, None)
-        if isinstance(items, list) and statement in items:
-            following = items[items.index(statement) + 1:]
-    if block is None or following is None:
-        return False
-    for later in following:
-        uses = [n for n in later.nodes_of_class(nodes.Name) if n.name == target.name]
-        if not uses:
-            continue
-        for use in uses:
+    following = loops.later_in_block(statement) if isinstance(statement, nodes.Assign) else None
+    for later in following or ():
+        for use in (n for n in later.nodes_of_class(nodes.Name) if n.name == target.name):
             method = use.parent.attrname if isinstance(use.parent, nodes.Attribute) else None
             if method is not None and method.startswith("load"):
                 return True
-            if method not in KEEPING_METHODS:
+            if method not in models.SELF_RETURNING_METHODS:
                 return False
     return False
 
