@@ -23,7 +23,7 @@ SCRIPT = (
     "model = nn.Linear(4, 4)\n"
     "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
     "losses = []\n"
-    "for step in range(10):\n"
+    "for step in range(100000):\n"
     "    x = torch.randn(2, 4)\n"
     "    opt.zero_grad()\n"
     "    loss = nn.CrossEntropyLoss()(F.softmax(model(x), 1), 0)\n"

@@ -160,7 +160,7 @@ def test_the_unseeded_run_fix_names_the_framework_seeder(imports: str, seeder: s
         "import torch\n"
         "model = torch.nn.Linear(4, 2)\n"
         "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "for x in torch.ones(3, 4):\n"
+        "for x in torch.load('batches.pt'):\n"
         "    model(x).sum().backward()\n"
         "    opt.step()\n"
         "    opt.zero_grad()\n"

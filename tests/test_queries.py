@@ -5,7 +5,7 @@ of a callee, the optimizer a step updates, what a backward differentiates, and t
 that TP004 and the estimator's reader both ask for."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 import pytest
 from astroid import nodes
@@ -313,6 +313,22 @@ def test_loop_iterable_of_a_plain_loop_target(source: str, expected: Optional[st
 
     found = dataflow.loop_iterable(_name_use(source, "out"))
     assert (found.as_string() if found is not None else None) == expected
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("images = zeros(4)\nfor i in range(4):\n    images[i] = draw(i)\nimages\n", ["draw(i)"]),
+        ("images = zeros(4, 2)\nimages[0, :] += 1\nimages[1][0] = f()\nimages\n", ["1", "f()"]),
+        ("images = zeros(4)\nother = zeros(4)\nother[0] = 1\nimages\n", []),
+        ("images = zeros(4)\nimages[0], n = pair\nimages\n", None),  # a store inside an unpacking
+    ],
+)
+def test_item_stores(source: str, expected: Optional[List[str]]) -> None:
+    from flake8_torch_preflight.analysis.semantic import dataflow
+
+    found = dataflow.item_stores(_name_use(source, "images"))
+    assert (None if found is None else [value.as_string() for value in found]) == expected
 
 
 @pytest.mark.parametrize(

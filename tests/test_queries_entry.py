@@ -208,8 +208,24 @@ def test_made_up_demo_whatever_it_keeps(tail: str, expected: bool) -> None:
 @pytest.mark.parametrize(
     "replace, by",
     [
+        ("for t in range(500):", "for t in [x] * 5:"),  # a loop over a list of made-up tensors
+        ("for t in range(500):", "for t, (x, y) in enumerate(zip(x, y)):"),  # over their rows
+        ("for t in range(500):", "for t in np.linspace(0, 1, 5):"),  # over a grid
+        ("for t in range(500):",
+         "for x, y in DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True):"),  # batches of them
+    ],
+)
+def test_made_up_demo_through_loops_over_made_up_values(replace: str, by: str) -> None:
+    source = "import numpy as np\nfrom torch.utils.data import DataLoader, TensorDataset\n" + _DEMO.format(
+        tail="").replace(replace, by)
+    assert entrypoint.made_up_demo(_run(source))
+
+
+@pytest.mark.parametrize(
+    "replace, by",
+    [
         ("x = torch.randn(64, 100)", "x = torch.load('x.pt')"),  # a file's tensor
-        ("for t in range(500):", "for t in [x] * 5:"),  # a loop over a list, not a count
+        ("for t in range(500):", "for t in open('steps.txt'):"),  # a loop over a file's lines, not a count
         ("loss_fn(model(x), y)", "loss_fn(model(env.step(x)), y)"),  # an environment's observation
     ],
 )
@@ -231,15 +247,18 @@ def test_made_up_demo_needs_every_input_made_up(replace: str, by: str) -> None:
         ("x, y = load_iris(return_X_y=True)\nx = torch.FloatTensor(x)", "y = torch.FloatTensor(y)", False),
         ("x, y = read_pairs('pairs.csv')", "y = torch.FloatTensor(y)", False),  # the helper opens a file
         ("x, y = fizzbuzz(100)\nx = torch.FloatTensor(x)", "y = torch.FloatTensor(y)", True),  # helpers of helpers
+        ("x, y = iris_pairs()", "y = y.sum(1)", False),  # returned from a library call nothing resolves
     ],
 )
 def test_made_up_demo_sources(x: str, y: str, expected: bool) -> None:
     source = (
-        "import numpy as np\nimport torch\nfrom sklearn.datasets import load_iris, make_blobs\n\n\n"
+        "import numpy as np\nimport seaborn as sns\nimport torch\nfrom sklearn.datasets import load_iris, make_blobs\n\n\n"
         "def relabel(labels):\n    out = np.copy(labels)\n    out[labels > 1] = 1\n    return out\n\n\n"
         "def read_pairs(path):\n    rows = [line.split(',') for line in open(path)]\n    return rows, rows\n\n\n"
         "def encode(i):\n    return [i % 2, i // 2 % 2]\n\n\n"
         "def fizzbuzz(limit):\n    return [encode(i) for i in range(limit)], [i % 3 for i in range(limit)]\n\n\n"
+        "def iris_pairs():\n    table = sns.load_dataset('iris')\n    return torch.tensor(table.values), torch.tensor("
+        "table.values)\n\n\n"
         "{x}\n{y}\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "for t in range(100):\n    loss = (model(x.float()).squeeze() - y).pow(2).mean()\n    opt.zero_grad()\n"
         "    loss.backward()\n    opt.step()\ntorch.save(model.state_dict(), 'toy.pt')\n"

@@ -214,6 +214,32 @@ def name_uses(binding: nodes.AssignName) -> List[nodes.Name]:
     return found
 
 
+def item_stores(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
+    """The values stored into items of what ``name`` is bound to, in its bindings' scopes:
+    ``v`` for ``images[i] = v``, ``images[i, :, :] = v`` or ``images[i] += v``; None when a store
+    is neither (``images[i], labels[i] = pair``, a store in a ``for`` target)."""
+    try:
+        _, bindings = name.lookup(name.name)
+    except (AstroidError, RecursionError):
+        return None
+    found: List[nodes.NodeNG] = []
+    for scope in {id(b.scope()): b.scope() for b in bindings}.values():
+        for subscript in scope.nodes_of_class(nodes.Subscript):
+            base = subscript.value
+            while isinstance(base, nodes.Subscript):
+                base = base.value
+            if not isinstance(base, nodes.Name) or base.name != name.name:
+                continue
+            statement = subscript.parent
+            if isinstance(statement, nodes.Assign) and subscript in statement.targets:
+                found.append(statement.value)
+            elif isinstance(statement, nodes.AugAssign) and statement.target is subscript:
+                found.append(statement.value)
+            elif getattr(subscript, "ctx", None) is not None and subscript.ctx.name == "Store":
+                return None
+    return found
+
+
 def returned_values(func: nodes.FunctionDef, bare: bool = False) -> List[Optional[nodes.NodeNG]]:
     """The values ``func``'s own ``return`` statements give back (a nested function's returns are its
     own); a bare ``return`` gives none, or, with ``bare``, a None in the list (for a caller that needs

@@ -617,7 +617,7 @@ def made_up_demo(calls: List[nodes.Call]) -> bool:
 
 
 def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None,
-                   entered: Optional[nodes.FunctionDef] = None) -> bool:
+                   entered: Optional[nodes.FunctionDef] = None, found_one: bool = True) -> bool:
     """Every input ``expr`` (a loss) is computed from is made up in the file, and there is one: a
     tensor a factory makes (``evaluation.dummy_input``'s: ``torch.randn``, ``torch.ones``...), a synthetic
     generator or NumPy draw, a literal (``_synthetic``), a constant that is no keyword's option.  Names
@@ -629,7 +629,8 @@ def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None,
     function of the file whose every returned value is made up (``get_batch()`` returning
     ``torch.randn(32, 1)`` and a function of it) makes its data up; the parameters of the function
     ``entered`` (the one whose returns are traced) are its caller's arguments, traced there.  ``names``
-    collects the texts of the names and modules read on the way (what is trained)."""
+    collects the texts of the names and modules read on the way (what is trained).  With ``found_one``
+    False, a value computed from ``entered``'s parameters alone passes too (nothing made up is needed)."""
     seen: Set[int] = set()
     pending: List[nodes.NodeNG] = [expr]
     made_up = False
@@ -656,7 +657,7 @@ def made_up_inputs(expr: nodes.NodeNG, names: Optional[Set[str]] = None,
         if inputs is None:
             return False
         pending.extend(inputs)
-    return made_up
+    return made_up or not found_one
 
 
 #: Functions that generate a synthetic dataset (resolved through the imports; sklearn is not read).
@@ -668,6 +669,12 @@ NUMPY_DRAWS = frozenset(
 #: NumPy's constructors of arrays of a given shape or range (``np.zeros((batch, 2))``): values written in the
 #: file (``np.array(x)`` converts what it is given: not one of them).
 NUMPY_FACTORIES = device.NUMPY_ARRAYS - {"numpy.array", "numpy.asarray"}
+#: Functions and classes that split, wrap or batch the arrays and datasets they are given, reading nothing else
+#: (resolved through the imports; sklearn is not read): made-up tensors stay made up through them.
+WRAPPERS_OF_ARGUMENTS = frozenset(
+    {"sklearn.model_selection.train_test_split"}
+    | {"torch.utils.data." + name for name in ("DataLoader", "TensorDataset", "random_split", "Subset", "ConcatDataset")}
+)
 #: Builtins whose result is computed from their arguments only (``list(map(ord, "hello"))``).
 PURE_BUILTINS = frozenset({"list", "tuple", "map", "ord", "chr", "len", "range", "zip", "sorted", "float", "int"})
 
@@ -702,22 +709,33 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
             names.add(node.name)
         values = dataflow.assigned_values(node, unpack=True)
         if values:
-            return list(values)
+            stores = dataflow.item_stores(node)  # ``images[i] = torch.Tensor(g)`` into ``torch.zeros(...)``
+            return None if stores is None else list(values) + stores
         if _pure_builtin(node):
             return []  # ``map(ord, text)``: the function handed on
         unpacked = dataflow.unpacked_from_call(node)
         if unpacked is not None:
             return [unpacked[0]]  # ``x, y = make_blobs(...)``: computed from what the call is
-        return [] if _counter(node) else _generated(node)
+        if _counter(node):
+            return []
+        iterable = dataflow.loop_iterable(node)
+        if iterable is not None and isinstance(iterable.parent, nodes.Comprehension):
+            return [iterable]  # ``[encode(i) for i in range(limit)]``: an element of what it walks
+        generated = _generated(node)
+        if generated is not None:
+            return generated
+        return infer.parameter_arguments(node)  # what every call of the file passes: ``train(x, y)``
     if isinstance(node, nodes.Call):
+        arguments = list(node.args) + [keyword.value for keyword in node.keywords or ()]
+        if _wraps_arguments(node):
+            return arguments  # ``DataLoader(TensorDataset(x, y), batch_size=16)``, ``train_test_split(x, y)``
         if reads_data(node) or (infer.dotted_name(node.func) or "") in TORCH_READS:
             return None
-        arguments = list(node.args) + [keyword.value for keyword in node.keywords or ()]
         func = node.func
         if _pure_builtin(func):
             return arguments
         helper = loops.local_helper(node)
-        if helper is not None and isinstance(helper.parent, nodes.Module) and _computes_only(helper):
+        if helper is not None and _returns_from_arguments(helper):
             return arguments  # ``label_map(y, [0, 1], 0)``: a function of the file that reads no data
         if (infer.dotted_name(func) or "").startswith("numpy."):
             return arguments  # ``np.linalg.norm(points, axis=1)`` (NumPy's readers are ``DATA_LIBRARIES``)
@@ -739,6 +757,8 @@ def _inputs_of(node: nodes.NodeNG, names: Optional[Set[str]]) -> Optional[List[n
     if isinstance(node, (nodes.BinOp, nodes.UnaryOp, nodes.Subscript, nodes.Tuple, nodes.List, nodes.Attribute,
                          nodes.Starred, nodes.Slice, nodes.Compare)):
         return list(node.get_children())
+    if isinstance(node, (nodes.ListComp, nodes.SetComp, nodes.GeneratorExp)):
+        return [node.elt] + [part for g in node.generators for part in [g.iter] + list(g.ifs)]
     return None
 
 
@@ -754,13 +774,20 @@ def _computes_only(func: nodes.FunctionDef, depth: int = COMPUTE_DEPTH) -> bool:
     if next(func.nodes_of_class((nodes.Global, nodes.Nonlocal)), None) is not None:
         return False
     for call in func.nodes_of_class(nodes.Call):
-        if reads_data(call) or (infer.dotted_name(call.func) or "") in TORCH_READS:
+        if not _wraps_arguments(call) and (reads_data(call) or (infer.dotted_name(call.func) or "") in TORCH_READS):
             return False
         inner = loops.local_helper(call)
         if inner is not None and inner is not func:
             if depth <= 1 or not isinstance(inner.parent, nodes.Module) or not _computes_only(inner, depth - 1):
                 return False
     return True
+
+
+def _wraps_arguments(call: nodes.Call) -> bool:
+    """``call`` splits, wraps or batches what it is given (``WRAPPERS_OF_ARGUMENTS``)."""
+    return isinstance(call.func, (nodes.Name, nodes.Attribute)) and (
+        infer.dotted_name(call.func) or infer.callee_qname(call) or ""
+    ) in WRAPPERS_OF_ARGUMENTS
 
 
 def _computes_from_arguments(func: nodes.NodeNG) -> bool:
@@ -814,6 +841,27 @@ def _made_up_results(func: nodes.FunctionDef) -> bool:
 _MADE_UP_RESULTS: "Dict[int, bool]" = memo.per_file()
 
 
+def _returns_from_arguments(func: nodes.FunctionDef) -> bool:
+    """``func``, a function of the file's top level or of a project module, reads no data (``_computes_only``)
+    and every value it returns is computed from its parameters and values made up in it (``made_up_inputs``):
+    ``label_map(y, [0, 1], 0)``.  A function whose return comes from a call nothing resolves
+    (``sns.load_dataset("iris")``) may read data."""
+    if not isinstance(func.parent, nodes.Module):
+        return False
+    key = id(func)
+    if key not in _FROM_ARGUMENTS:
+        _FROM_ARGUMENTS[key] = False  # a function returning its own call computes nothing known
+        values = _produced(func)
+        _FROM_ARGUMENTS[key] = (
+            not func.is_generator() and all(v is not None for v in values) and _computes_only(func)
+            and all(made_up_inputs(v, entered=func, found_one=False) for v in values)
+        )
+    return _FROM_ARGUMENTS[key]
+
+
+_FROM_ARGUMENTS: "Dict[int, bool]" = memo.per_file()
+
+
 def _parameter_of(node: nodes.NodeNG, func: nodes.FunctionDef) -> bool:
     """``node`` is a name bound only to a parameter of ``func``."""
     if not isinstance(node, nodes.Name):
@@ -825,25 +873,40 @@ def _parameter_of(node: nodes.NodeNG, func: nodes.FunctionDef) -> bool:
 
 
 def _made_up_loop(loop: nodes.NodeNG) -> bool:
-    """A ``for`` whose iterables (through ``zip``, ``enumerate``...) are each a count (``range(n)``) or a
-    generator function of the file that makes its data up (``_made_up_generator``), at least one of them:
-    ``for i, (x, y) in zip(range(10000), batches()):`` over uniform random points labelled by their norm."""
+    """A ``for`` whose iterables (through ``zip``, ``enumerate``...) are each a count (``range(n)``), a
+    generator function of the file that makes its data up (``_made_up_generator``) or a value made up in
+    the file (a tensor of ``torch.randn`` rows, a ``DataLoader`` over a ``TensorDataset`` of them), at least
+    one of them: ``for i, (x, y) in zip(range(10000), batches()):`` over uniform random points labelled by
+    their norm."""
     return _only_made_up(_loop_sources(loop))
 
 
-def _only_made_up(sources: "List[Union[str, nodes.FunctionDef, None]]") -> bool:
-    return any(isinstance(s, nodes.FunctionDef) for s in sources) and all(
-        isinstance(s, nodes.FunctionDef) or s == "count" for s in sources
+def _only_made_up(sources: "List[Union[str, nodes.NodeNG, None]]") -> bool:
+    return any(isinstance(s, nodes.NodeNG) for s in sources) and all(
+        isinstance(s, nodes.NodeNG) or s == "count" for s in sources
     )
 
 
-def _loop_sources(loop: nodes.NodeNG) -> "List[Union[str, nodes.FunctionDef, None]]":
+#: Loops whose sources are being traced (a made-up iterable is traced through its own loop's targets).
+_TRACING: Set[int] = set()
+
+
+def _loop_sources(loop: nodes.NodeNG, made_up: bool = True) -> "List[Union[str, nodes.NodeNG, None]]":
     """What a ``for`` iterates, each iterable of a ``zip`` apart, through the iteration wrappers:
     ``"count"`` for a ``range`` or a literal of constants, the generator function of
-    ``_made_up_generator``, or None for anything else."""
-    if not isinstance(loop, nodes.For):
+    ``_made_up_generator``, the iterable itself when it is made up in the file (``made_up_inputs``, only
+    traced with ``made_up``), or None for anything else."""
+    if not isinstance(loop, nodes.For) or id(loop) in _TRACING:
         return []
-    pending, found = [loop.iter], []  # type: List[nodes.NodeNG], List[Union[str, nodes.FunctionDef, None]]
+    _TRACING.add(id(loop))
+    try:
+        return _iterables_of(loop, made_up)
+    finally:
+        _TRACING.discard(id(loop))
+
+
+def _iterables_of(loop: nodes.For, made_up: bool) -> "List[Union[str, nodes.NodeNG, None]]":
+    pending, found = [loop.iter], []  # type: List[nodes.NodeNG], List[Union[str, nodes.NodeNG, None]]
     while pending:
         iterable = pending.pop()
         if isinstance(iterable, nodes.Call) and infer.call_name(iterable) in loops.ITERATION_WRAPPERS:
@@ -858,9 +921,11 @@ def _loop_sources(loop: nodes.NodeNG) -> "List[Union[str, nodes.FunctionDef, Non
             if name in COUNTING_ITERABLES:
                 found.append("count")
                 continue
-            found.append(_made_up_generator(iterable))
-            continue
-        found.append(None)
+            generator = _made_up_generator(iterable)
+            if generator is not None:
+                found.append(generator)
+                continue
+        found.append(iterable if made_up and made_up_inputs(iterable) else None)
     return found
 
 
@@ -885,7 +950,9 @@ def _generated(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
         sources = _loop_sources(loop)
         if not _only_made_up(sources):
             return None
-        return [v for g in sources if isinstance(g, nodes.FunctionDef) for v in _produced(g) if v is not None]
+        return [v for g in sources if isinstance(g, nodes.FunctionDef) for v in _produced(g) if v is not None] + [
+            g for g in sources if isinstance(g, nodes.NodeNG) and not isinstance(g, nodes.FunctionDef)
+        ]
     return None
 
 
@@ -947,7 +1014,7 @@ def counting_loop(loop: nodes.NodeNG) -> bool:
     (0, 2, 10):``, settings tried in turn)."""
     if not isinstance(loop, nodes.For):
         return isinstance(loop, nodes.While)
-    sources = _loop_sources(loop)
+    sources = _loop_sources(loop, made_up=False)
     return bool(sources) and all(source == "count" for source in sources)
 
 

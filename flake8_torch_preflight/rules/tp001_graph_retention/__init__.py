@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, FrozenSet, Optional, Sequence, Set
 from astroid import nodes
 
 from . import accumulators
-from ...analysis.training import device, evaluation, gradients, provenance
+from ...analysis.training import device, evaluation, gradients, provenance, training_step
 from ...analysis.semantic import infer, loops
 from ...analysis.training.torch_names import DATALOADERS
 from ...analysis.training.provenance import Backward, Prov, Provenance, source_text
@@ -29,6 +29,12 @@ MAY_BACKPROPAGATE = re.compile(r"backward|scaler|scale_loss|step|optimi[sz]e", r
 
 #: Iterables that count steps or epochs: a loop over them is the run's loop, never a walk over values.
 STEP_COUNTERS = frozenset({"range", "count", "cycle", "repeat"})
+
+#: Most graphs a container keeps after backward() freed their activations without a finding.  What stays is
+#: each graph's nodes in host memory: about 27 KB per step for a four-convolution TinyVGG (50 MB over 1,875
+#: steps, measured on the CPU by the readers of benchmarks/fresh34, finding #15), so 5,000 graphs hold about
+#: 130 MB of host memory and no GPU memory.
+MAX_KEPT_AFTER_BACKWARD = 5000
 
 #: Longest stored expression quoted in the message.
 MAX_TEXT = 32
@@ -79,7 +85,10 @@ class GraphRetention(Rule):
         "loss, not the object it is called on: plain attributes of that object are not graphs. "
         "A list bound fresh for each optimizer step and filled over that step's micro-batches "
         "(``losses = []`` then a loop over ``x.chunk(n)`` backpropagating each chunk, then ``optimizer.step()``) "
-        "holds one step's handful and is dropped at the next. A loop with no backward() whose kept graph "
+        "holds one step's handful and is dropped at the next. After backward() freed their activations, a few"
+        " graphs are left alone: a store every N steps (``if step % 10000 == 0:``), or a container bound in the"
+        " function and filled over loops with fixed bounds that run it at most 5,000 times (500 full-batch epochs)."
+        " A loop with no backward() whose kept graph "
         "comes from a forward written in it that evaluates with autograd on (after model.eval(), over a "
         "held-out split, in a function named for an evaluation) is TP002's finding: one torch.no_grad() "
         "fixes both, so one root cause gives one finding."
@@ -298,6 +307,8 @@ class GraphRetention(Rule):
                 return False
             case = _OOM
         elif covering and not all(b.retain for b in covering):
+            if _few_kept_after_backward(store, loop, root, defs, covering):
+                return False  # a few hundred freed graphs' nodes: ``if step % 10000 == 0``, ``range(500)`` epochs
             case = _AFTER
         else:
             if not covering and _may_backpropagate(p, loop, stored):
@@ -305,6 +316,48 @@ class GraphRetention(Rule):
             case = _OOM
         self.report(store, value=_text(_graph_element(p, value), self.ctx.lines), case=case)
         return True
+
+
+def _few_kept_after_backward(
+    store: nodes.NodeNG, loop: "loops.Loop", root: nodes.NodeNG, defs: FrozenSet, covering: "Sequence[Backward]"
+) -> bool:
+    """What ``store`` keeps after backward() stays few: a backward() of the store's own function frees
+    each kept graph (not a helper's, whose returned value may chain a whole epoch), and the store runs
+    under a periodic branch of the step loop
+    (``if step % 10000 == 0: errors.append(loss)``), or the container is a name bound in the store's own
+    function and every loop between that binding and the store has a fixed bound (``loops.iteration_bound``)
+    whose product is at most ``MAX_KEPT_AFTER_BACKWARD`` (``losses[epoch] = loss`` over ``range(500)``
+    full-batch epochs).  A container that outlives the function (``self.losses``, a module list filled by
+    a function the run calls many times) is never bounded here."""
+    frame = store.frame()
+    if not any(b.call.frame() is frame for b in covering):
+        return False
+    if training_step.under_periodic_branch(store, loop):
+        return True
+    if not isinstance(root, nodes.Name) or not defs:
+        return False
+    if any(getattr(d, "node", None) is None or d.node.frame() is not frame for d in defs):
+        return False
+    bindings = [d.node for d in defs if not _part_of(d.node, store)]  # not ``total = total + loss`` itself
+    kept = 1
+    for enclosing in loops.enclosing_loops(store):
+        if any(loops.inside(node, enclosing) for node in bindings):
+            return False  # re-bound in the loop: whether it starts afresh is the reset's question
+        bound = loops.iteration_bound(enclosing, MAX_KEPT_AFTER_BACKWARD)
+        if bound is None:
+            return False
+        kept *= bound
+        if kept > MAX_KEPT_AFTER_BACKWARD:
+            return False
+    return True
+
+
+def _part_of(node: nodes.NodeNG, statement: nodes.NodeNG) -> bool:
+    while node is not None:
+        if node is statement:
+            return True
+        node = node.parent
+    return False
 
 
 def _backpropagates_element(p: Provenance, backward: Backward, root: nodes.NodeNG, defs: FrozenSet) -> bool:

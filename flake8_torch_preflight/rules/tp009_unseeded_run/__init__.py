@@ -11,7 +11,8 @@ random weights, or that runs ``torch.autograd.gradcheck`` and reads no data (an 
 ``torch.randn`` input), are silent; so is a run
 whose every backward sits in a benchmark timing steps on made-up tensors (``entrypoint.benchmark_only``),
 a demo that trains on data made up in the file only (``entrypoint.made_up_demo``: ``x = torch.randn(N, D_in)``,
-``make_blobs(...)``, a literal tensor; whatever it then does with the model),
+``make_blobs(...)``, a literal tensor, also when handed on as arguments, split or batched by a loader over a
+``TensorDataset``; whatever it then does with the model),
 a run whose only optimizer step runs once, outside any loop (``entrypoint.repeats_training``), a
 script that reads a name it never binds before its first step (``entrypoint.fails_before_training``),
 and a library module of the project whose ``__main__`` block trains on made-up tensors
@@ -135,7 +136,9 @@ class UnseededRun(Rule):
         " a run whose every backward is in a benchmark that times steps on made-up tensors and reads nothing it trains;"
         " a demo whose inputs and targets are all made up in the file (``torch.randn`` tensors, a synthetic"
         " generator such as ``sklearn.datasets.make_blobs``, a literal such as ``torch.tensor([[0, 1], [1, 0]])``)"
-        " demonstrates a made-up task, whatever it then does with the model;"
+        " demonstrates a made-up task, whatever it then does with the model, and so does one that hands such"
+        " data on: as arguments of every call of its training function, filled item by item into a"
+        " preallocated tensor, split by ``train_test_split`` or batched by a ``DataLoader`` over a ``TensorDataset``;"
         " a ``__main__`` block that only switches a model to training mode and times a forward does not train,"
         " nor does one optimizer step outside any loop (a profiler's or ``torch.utils.bottleneck``'s demonstration),"
         " nor a script that stops with a NameError before its first step (``torch.optim.SGD`` where ``torch`` is"
