@@ -32,7 +32,8 @@ class MissingZeroGrad(Rule):
     )
     leaves_alone = (
         "Resets written out count as zero_grad(): p.grad = None or p.grad.zero_() for each parameter, in the "
-        "loop or in a helper it calls (``self._train_batch(X, y)``). "
+        "loop or in a helper it calls (``self._train_batch(X, y)``), and so does calling a model of the project "
+        "whose forward() starts with self.zero_grad() (it clears the optimizers over it and its submodules). "
         "A loop that never steps (full-batch accumulation) is not flagged, nor a benchmark: a function that"
         " times or measures the memory of forward/backward/step on tensors it makes up (``torch.ones``,"
         " ``torch.randn``; no data read) and never reads the trained module or the loss afterwards."
@@ -79,7 +80,7 @@ class MissingZeroGrad(Rule):
             return  # zeroed, or a benchmark on made-up tensors whose gradients nothing reads
         resets = [
             c.func.expr for c in calls if infer.method_name(c) in GRAD_RESETS and isinstance(c.func, nodes.Attribute)
-        ]
+        ] + [c.func for c in calls if _forward_zeroes(c)]
         for step_call, optimizer in _owned_steps(loop, calls):
             if any(_clears(reset, optimizer) for reset in resets):
                 continue
@@ -135,6 +136,22 @@ def _zeroing_function(call: nodes.Call) -> bool:
     )
 
 
+def _forward_zeroes(call: nodes.Call) -> bool:
+    """``call`` runs a module of a project class whose ``forward`` starts by zeroing its own gradients
+    (``self.zero_grad()``): calling the model clears every parameter it holds, submodules included."""
+    if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+        return False
+    klass = infer.instance_class(call.func)
+    if klass is None or klass.root().name.startswith("torch"):
+        return False
+    forward = infer.class_method(klass, "forward")
+    return forward is not None and any(
+        infer.method_name(inner) in GRAD_RESETS and isinstance(inner.func, nodes.Attribute)
+        and isinstance(inner.func.expr, nodes.Name) and inner.func.expr.name == "self"
+        for inner in forward.nodes_of_class(nodes.Call)
+    )
+
+
 def _owned_steps(loop: "loops.Loop", calls: List[nodes.Call]) -> List[Tuple[nodes.Call, nodes.NodeNG]]:
     """(step call, optimizer expression) for optimizer steps whose innermost loop is ``loop``."""
     owned = []
@@ -167,7 +184,8 @@ def _clears(reset: nodes.NodeNG, optimizer: nodes.NodeNG) -> bool:
     # A module (or something unknown): it clears the optimizer's gradients unless
     # the optimizer provably holds another module's parameters.
     owner = _parameter_owner(optimizer)
-    return owner is None or owner == dataflow.binding_text(_unwrap_module(reset))
+    module = dataflow.binding_text(_unwrap_module(reset))
+    return owner is None or owner == module or owner.startswith(module + ".")  # ``model.enc``: a submodule
 
 
 def _different_optimizers(a: nodes.NodeNG, b: nodes.NodeNG) -> bool:

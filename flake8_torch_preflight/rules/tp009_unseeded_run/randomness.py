@@ -440,10 +440,24 @@ def import_seeds(module: nodes.Module) -> FrozenSet[str]:
                     continue
                 for call in top.nodes_of_class(nodes.Call, skip_klass=_NOT_RUN_ON_IMPORT):
                     found = effect(call, 0)
-                    if found is not None and found.kind == SEED:
+                    if found is None:
+                        seeded |= _own_function_seeds(call, imported)
+                    elif found.kind == SEED:
                         seeded |= found.generators
     _IMPORT_SEEDS[module] = frozenset(seeded)
     return _IMPORT_SEEDS[module]
+
+
+def _own_function_seeds(call: nodes.Call, module: nodes.Module) -> FrozenSet[str]:
+    """The generators seeded by a function of ``module`` that its own top level calls
+    (``_activate_random_seed()`` at the foot of ``utils.py``), the project functions it calls expanded."""
+    func = infer.function_def(call.func) if isinstance(call.func, (nodes.Name, nodes.Attribute)) else None
+    if func is None or func.root() is not module:
+        return frozenset()
+    return frozenset(
+        generator for found in _function_effects(func, PROJECT_DEPTH - 1, {id(func)}) if found.kind == SEED
+        for generator in found.generators
+    )
 
 
 _NOT_RUN_ON_IMPORT = (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)
