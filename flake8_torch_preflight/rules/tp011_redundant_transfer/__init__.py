@@ -70,7 +70,8 @@ class RedundantTransfer(Rule):
         "aten/src/ATen/native/cuda/Copy.cu ends it with cudaStreamSynchronize), so the CPU can no longer run "
         "ahead of the GPU. The rule looks at batch loops (loops that call backward() "
         "or a resolved optimizer.step(), or iterate a DataLoader) and at a module's forward(), which runs once "
-        "per step. A torch.zeros/ones/full/arange(...) built on the host and then sent (.to(device), .cuda(), "
+        "per step. A torch.zeros/ones/full/arange(...) built on the host (in the call, or in a name bound to it "
+        "there) and then sent (.to(device), .cuda(), "
         ".type_as(x)) in either place is reported even when its shape is read from the batch: the shape changes "
         "nothing about the fix, which is to build it on the device (torch.zeros(..., device=x.device), "
         "x.new_zeros(...)) instead of allocating on the host and copying every step. Where the statements "
@@ -156,7 +157,7 @@ class RedundantTransfer(Rule):
         if method != "type_as" and _few_values(receiver):
             return  # a label or weight per sample: the copy is microseconds, the stall between kernels too
         if loop is None:
-            built = _shape_factory(receiver)
+            built = _shape_factory(_built_in(receiver, forward))
             if built is not None and _initial_state(node):
                 return  # a recurrence's starting state: layers x hidden values a sample, once a sequence
             if built is not None:
@@ -169,7 +170,7 @@ class RedundantTransfer(Rule):
             what = None
         else:
             what = _invariant_value(receiver, loop)
-        built = _shape_factory(receiver) if what is None else None
+        built = _shape_factory(_built_in(receiver, loop)) if what is None else None
         if what is None and built is None:
             return
         if not _is_batch_loop(loop):
@@ -215,8 +216,8 @@ def _initial_state(node: nodes.Call) -> bool:
     while isinstance(value.parent, nodes.Call) and value in value.parent.args and \
             infer.dotted_name(value.parent.func) == VARIABLE:
         value = value.parent
-    binding = dataflow.assigned_name(value)
-    if binding is None:
+    binding = dataflow.assignment_target(value, unpack=True)  # ``h0, c0 = h0.cuda(), c0.cuda()`` too
+    if not isinstance(binding, nodes.AssignName):
         return False
     uses = dataflow.name_uses(binding)
     states = [use for use in uses if _state_argument(use, binding.name)]
@@ -496,6 +497,29 @@ def _factory_of(expr: nodes.NodeNG) -> nodes.NodeNG:
     if isinstance(expr, nodes.Call) and expr.args and infer.dotted_name(expr.func) == VARIABLE:
         expr = expr.args[0]
     return expr
+
+
+def _built_in(receiver: nodes.NodeNG, within: Optional[nodes.NodeNG]) -> nodes.NodeNG:
+    """The call a name sent to the device was built by, when each of its bindings that reaches the
+    transfer assigns one call inside ``within`` (the forward or the loop iteration making the copy) and
+    nothing changes it in place before it is sent (``u = torch.zeros(n, d)`` then ``if self.gpu: u =
+    u.cuda()``): built afresh on the host every time.  Anything else is returned as it is."""
+    if not isinstance(receiver, nodes.Name) or within is None:
+        return receiver
+    values = dataflow.assigned_values(receiver)
+    if not values or len({id(v) for v in values}) != 1 or not isinstance(values[0], nodes.Call):
+        return receiver
+    value = values[0]
+    if not loops.inside(value, within) and value.frame() is not within:
+        return receiver
+    if dataflow.item_stores(receiver) != [] or any(
+        isinstance(call.func, nodes.Attribute) and call.func.attrname.endswith("_")
+        and isinstance(call.func.expr, nodes.Name) and call.func.expr.name == receiver.name
+        and call.lineno < receiver.lineno
+        for call in receiver.frame().nodes_of_class(nodes.Call)
+    ):
+        return receiver  # filled in place (``u[mask] = 1``, ``u.fill_(v)``) before it is sent
+    return value
 
 
 def _shape_factory(expr: nodes.NodeNG) -> Optional[str]:
