@@ -26,7 +26,7 @@ attribution); an ``if``/``else`` (or conditional expression) that picks
 model that is not the one being trained (its forward runs under
 ``no_grad``, it is frozen with ``requires_grad_(False)``, or every optimizer
 the loop steps provably holds another model's parameters: a teacher, an EMA
-copy, a target network); an ``eval()`` followed by an unconditional ``break``
+copy, a target network; or only tensors made in the file: a style-transfer image); an ``eval()`` followed by an unconditional ``break``
 or ``return`` (the loop ends there); a receiver that resolves to something
 other than an ``nn.Module``; a model whose classes are all read and hold no layer that
 ``eval()`` changes (``models.mode_dependent``: no dropout, batch norm or ``self.training``
@@ -84,7 +84,9 @@ class StuckEvalMode(Rule):
     )
     leaves_alone = (
         "Frozen models (teachers, EMA copies) are left alone when their forward runs under no_grad, they are "
-        "frozen with requires_grad_(False), or the loop's optimizers provably train another model. A mode "
+        "frozen with requires_grad_(False), or the loop's optimizers provably train another model or no model "
+        "(Adam([generated]) over an image or a latent made in the file: style transfer through a network held "
+        "in eval mode). A mode "
         "picked per phase (an if/else, or two ifs on the same name, one calling train() and one eval()) is "
         "left alone unless the helper's constant argument decides it. One finding per eval() call and "
         "function: a helper called twice in the loop, or once per model of a list, is reported once. An "

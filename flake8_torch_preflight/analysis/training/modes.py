@@ -649,10 +649,41 @@ def _optimizer_owners(built: nodes.Call) -> Optional[Set[str]]:
     if not infer.class_is_subclass_of(klass, OPTIMIZER_BASES):
         return set()  # a scheduler or another stepped object of known type
     params = infer.argument(built, "params", 0)
+    if _input_tensors(params):
+        return set()  # ``Adam([generated])``: an image or a latent optimised through a fixed model
     owner = _parameters_owner(params)
     if owner is None:
         return None
     return {owner} | _parents(params.func.expr)  # type: ignore[union-attr]
+
+
+def _input_tensors(params: Optional[nodes.NodeNG]) -> bool:
+    """``params`` is a list written in the call of names each bound only to a tensor made in the file from
+    something other than a module (``generated = content.clone().requires_grad_(True)``, ``z =
+    nn.Parameter(torch.randn(1, 100))``): no value read from a module (``model.fc.weight``) nor its
+    ``parameters()``.  Such an optimizer trains no module."""
+    if not isinstance(params, (nodes.List, nodes.Tuple)) or not params.elts:
+        return False
+    for element in params.elts:
+        values = dataflow.assigned_values(element) if isinstance(element, nodes.Name) else None
+        if not values or not all(_made_from_tensors(value) for value in values):
+            return False
+    return True
+
+
+def _made_from_tensors(value: nodes.NodeNG) -> bool:
+    """A call chain (``x.clone().requires_grad_(True)``, ``torch.randn(...)``, ``nn.Parameter(...)``) that
+    reads no attribute of a module and no module's parameters."""
+    if not isinstance(value, nodes.Call):
+        return False
+    for node in value.nodes_of_class((nodes.Name, nodes.Attribute)):
+        if isinstance(node, nodes.Attribute) and node.attrname in ("parameters", "named_parameters", "weight", "bias"):
+            return False
+        if infer.is_instance_of(node, MODULE_BASES) and not (
+            isinstance(node.parent, nodes.Call) and node.parent.func is node  # ``nn.Parameter(...)`` itself
+        ):
+            return False
+    return True
 
 
 def _held_optimizer(node: nodes.NodeNG) -> Optional[Set[str]]:
