@@ -26,9 +26,10 @@ attribution); an ``if``/``else`` (or conditional expression) that picks
 model that is not the one being trained (its forward runs under
 ``no_grad``, it is frozen with ``requires_grad_(False)``, or every optimizer
 the loop steps provably holds another model's parameters: a teacher, an EMA
-copy, a target network; or only tensors made in the file: a style-transfer image); an ``eval()`` followed by an unconditional ``break``
-or ``return`` (the loop ends there); a receiver that resolves to something
-other than an ``nn.Module``; a model whose classes are all read and hold no layer that
+copy, a target network; or only tensors made in the file: a style-transfer
+image); an ``eval()`` followed by an unconditional ``break`` or ``return``
+(the loop ends there); a receiver that resolves to something other than an
+``nn.Module``; a model whose classes are all read and hold no layer that
 ``eval()`` changes (``models.mode_dependent``: no dropout, batch norm or ``self.training``
 branch, e.g. a ``Linear``/``ReLU`` MLP).  A ``train()`` on a receiver that is not provably
 a different model (both resolved to different classes) counts as bringing it

@@ -673,7 +673,8 @@ NUMPY_FACTORIES = device.NUMPY_ARRAYS - {"numpy.array", "numpy.asarray"}
 #: (resolved through the imports; sklearn is not read): made-up tensors stay made up through them.
 WRAPPERS_OF_ARGUMENTS = frozenset(
     {"sklearn.model_selection.train_test_split"}
-    | {"torch.utils.data." + name for name in ("DataLoader", "TensorDataset", "random_split", "Subset", "ConcatDataset")}
+    | {"torch.utils.data." + name
+       for name in ("DataLoader", "TensorDataset", "random_split", "Subset", "ConcatDataset")}
 )
 #: Builtins whose result is computed from their arguments only (``list(map(ord, "hello"))``).
 PURE_BUILTINS = frozenset({"list", "tuple", "map", "ord", "chr", "len", "range", "zip", "sorted", "float", "int"})

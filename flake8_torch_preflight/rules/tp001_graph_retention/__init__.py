@@ -338,7 +338,7 @@ def _few_kept_after_backward(
         return False
     if any(getattr(d, "node", None) is None or d.node.frame() is not frame for d in defs):
         return False
-    bindings = [d.node for d in defs if not _part_of(d.node, store)]  # not ``total = total + loss`` itself
+    bindings = [d.node for d in defs if d.node is not store and not loops.inside(d.node, store)]  # not ``x = x + loss``
     kept = 1
     for enclosing in loops.enclosing_loops(store):
         if any(loops.inside(node, enclosing) for node in bindings):
@@ -350,14 +350,6 @@ def _few_kept_after_backward(
         if kept > MAX_KEPT_AFTER_BACKWARD:
             return False
     return True
-
-
-def _part_of(node: nodes.NodeNG, statement: nodes.NodeNG) -> bool:
-    while node is not None:
-        if node is statement:
-            return True
-        node = node.parent
-    return False
 
 
 def _backpropagates_element(p: Provenance, backward: Backward, root: nodes.NodeNG, defs: FrozenSet) -> bool:
