@@ -575,6 +575,10 @@ def _few_values(expr: nodes.NodeNG) -> bool:
             literal = next((side for side in sides if isinstance(side, (nodes.List, nodes.Tuple))), None)
             count = static_values.literal_values(literal) if literal is not None else None
             return count is not None and count <= FEW_VALUES
+        if isinstance(data, nodes.UnaryOp):
+            data = data.operand  # ``torch.tensor(-1)``
+        if isinstance(data, nodes.Const) and isinstance(data.value, (int, float, bool)):
+            return True  # one number: ``torch.tensor(1).to("cuda").repeat(b, n)`` copies one value
         return isinstance(data, (nodes.List, nodes.Tuple)) and _plain_literal(data)
     if name in _ONE_DIMENSIONAL:
         length = _literal_length(name, expr)
