@@ -184,3 +184,22 @@ def test_a_fit_of_another_library_trains_no_torch_model(root: str) -> None:
 ])
 def test_a_fit_that_may_train_a_torch_model(source: str) -> None:
     assert frameworks.fits_torch(_last_call(source))
+
+
+@pytest.mark.parametrize(
+    "construction, expected",
+    [
+        ("pl.Trainer(fast_dev_run=True)", True),
+        ("pl.Trainer(fast_dev_run=5, accelerator='gpu')", True),
+        ("pl.Trainer(fast_dev_run=False)", False),
+        ("pl.Trainer(fast_dev_run=0)", False),
+        ("pl.Trainer(max_epochs=10)", False),
+    ],
+)
+def test_a_fast_dev_run_fit_is_a_smoke_test(construction: str, expected: bool) -> None:
+    """Lightning's ``fast_dev_run`` makes ``trainer.fit`` a smoke test of the code, not a training run."""
+    source = "import pytorch_lightning as pl\ntrainer = " + construction + "\ntrainer.fit(model, loader)\n"
+    module = build_module(source, "/tmp/tp_frameworks_case.py")
+    calls = list(module.nodes_of_class(nodes.Call))
+    fit = [c for c in calls if isinstance(c.func, nodes.Attribute) and c.func.attrname == "fit"][0]
+    assert frameworks.smoke_test_fit(fit) is expected

@@ -363,8 +363,8 @@ def _fits(calls: List[nodes.Call]) -> bool:
     function of another module of the project whose body runs the steps (``trains_in_project``)."""
     for call in calls:
         if infer.call_name(call) in TRAINING_CALLS and infer.dotted_name(call.func) is None:
-            if loops.local_helper(call) is None and frameworks.fits_torch(call):  # the file's own ``def fit``
-                return True  # a trainer object's fit; ``ImageOps.fit(img, size)`` names a module's function
+            if loops.local_helper(call) is None and frameworks.fits_torch(call) and not frameworks.smoke_test_fit(call):
+                return True  # a trainer object's fit (not the file's own ``def fit``, nor a ``fast_dev_run`` check)
         if infer.method_name(call) == "train" and not call.args and not call.keywords:
             if not _module_receiver(call.func.expr):  # type: ignore[union-attr]
                 return True

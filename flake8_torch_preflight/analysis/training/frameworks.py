@@ -188,17 +188,45 @@ def trainer_meaning(dotted: Optional[str]) -> Optional[Meaning]:
 def _constructed_by(expr: nodes.NodeNG, hops: int) -> Optional[str]:
     """The dotted name of the constructor call ``expr`` is bound to (``lightning.Fabric``), or None.
     ``engine, optimizer, _, _ = deepspeed.initialize(...)`` binds ``engine`` to that call too."""
+    built = _constructor(expr, hops)
+    return infer.dotted_name(built.func) if built is not None else None
+
+
+def _constructor(expr: nodes.NodeNG, hops: int) -> Optional[nodes.Call]:
+    """The constructor call ``expr`` is bound to (``_constructed_by``), or None."""
     if hops <= 0:
         return None
     if isinstance(expr, nodes.Call):
-        return infer.dotted_name(expr.func)
+        return expr
     if isinstance(expr, nodes.Name):
         binding = dataflow.single_binding(expr)
         if binding is not None and isinstance(binding.parent, nodes.Tuple):
             assign = binding.parent.parent
             if isinstance(assign, nodes.Assign) and isinstance(assign.value, nodes.Call):
-                return infer.dotted_name(assign.value.func)
+                return assign.value
     values = dataflow.assigned_values(expr) if isinstance(expr, (nodes.Name, nodes.Attribute)) else None
     if not values or len(values) != 1:
         return None
-    return _constructed_by(values[0], hops - 1)
+    return _constructor(values[0], hops - 1)
+
+
+#: Keywords of a trainer's constructor that make its ``fit`` a smoke test of the code, not a training run:
+#: Lightning's ``fast_dev_run`` runs one batch (or the number given) of training, validation and testing
+#: "to find any bugs", with checkpointing, logging and the epoch loop turned off (``lightning.pytorch.Trainer``
+#: documentation, "fast_dev_run").
+SMOKE_TEST_KEYWORDS = frozenset({"fast_dev_run"})
+
+
+def smoke_test_fit(call: nodes.Call) -> bool:
+    """``trainer.fit(...)`` on a trainer built with a ``SMOKE_TEST_KEYWORDS`` keyword set to True or a
+    positive number written in the call (``Trainer(fast_dev_run=True)``)."""
+    if not isinstance(call.func, nodes.Attribute) or call.func.attrname not in FIT_METHODS:
+        return False
+    built = _constructor(call.func.expr, MAX_HOPS)
+    if built is None:
+        return False
+    for keyword in built.keywords or ():
+        if keyword.arg in SMOKE_TEST_KEYWORDS and isinstance(keyword.value, nodes.Const):
+            value = keyword.value.value
+            return value is True or (type(value) is int and value > 0)
+    return False

@@ -140,6 +140,7 @@ class UnseededRun(Rule):
         " data on: as arguments of every call of its training function, filled item by item into a"
         " preallocated tensor, split by ``train_test_split`` or batched by a ``DataLoader`` over a ``TensorDataset``;"
         " a ``__main__`` block that only switches a model to training mode and times a forward does not train,"
+        " nor a Lightning ``Trainer(fast_dev_run=True)`` fit (one batch of each stage, a smoke test of the code),"
         " nor does one optimizer step outside any loop (a profiler's or ``torch.utils.bottleneck``'s demonstration),"
         " nor a script that stops with a NameError before its first step (``torch.optim.SGD`` where ``torch`` is"
         " never imported) or a TypeError (a project class called with a keyword its ``__init__`` does not take);"
