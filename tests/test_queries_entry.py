@@ -252,7 +252,8 @@ def test_made_up_demo_needs_every_input_made_up(replace: str, by: str) -> None:
 )
 def test_made_up_demo_sources(x: str, y: str, expected: bool) -> None:
     source = (
-        "import numpy as np\nimport seaborn as sns\nimport torch\nfrom sklearn.datasets import load_iris, make_blobs\n\n\n"
+        "import numpy as np\nimport seaborn as sns\nimport torch\n"
+        "from sklearn.datasets import load_iris, make_blobs\n\n\n"
         "def relabel(labels):\n    out = np.copy(labels)\n    out[labels > 1] = 1\n    return out\n\n\n"
         "def read_pairs(path):\n    rows = [line.split(',') for line in open(path)]\n    return rows, rows\n\n\n"
         "def encode(i):\n    return [i % 2, i // 2 % 2]\n\n\n"

@@ -146,8 +146,7 @@ def _forward_zeroes(call: nodes.Call) -> bool:
         return False
     forward = infer.class_method(klass, "forward")
     return forward is not None and any(
-        infer.method_name(inner) in GRAD_RESETS and isinstance(inner.func, nodes.Attribute)
-        and isinstance(inner.func.expr, nodes.Name) and inner.func.expr.name == "self"
+        gradients.is_zero_grad(inner) and dataflow.is_self_attr(inner.func)
         for inner in forward.nodes_of_class(nodes.Call)
     )
 

@@ -826,41 +826,34 @@ def _produced(func: nodes.FunctionDef) -> List[Optional[nodes.NodeNG]]:
 def _made_up_results(func: nodes.FunctionDef) -> bool:
     """``func``, a function of the file's top level, reads no data (``_computes_only``) and every value
     it returns or yields is made up (``made_up_inputs``, its parameters being its caller's arguments)."""
-    if not isinstance(func.parent, nodes.Module):
-        return False
-    key = id(func)
-    if key not in _MADE_UP_RESULTS:
-        _MADE_UP_RESULTS[key] = False  # a function returning its own call is not made up
-        values = _produced(func)
-        _MADE_UP_RESULTS[key] = (
-            bool(values) and all(v is not None for v in values) and _computes_only(func)
-            and all(made_up_inputs(v, entered=func) for v in values)
-        )
-    return _MADE_UP_RESULTS[key]
-
-
-_MADE_UP_RESULTS: "Dict[int, bool]" = memo.per_file()
+    return _traced_results(func, found_one=True)
 
 
 def _returns_from_arguments(func: nodes.FunctionDef) -> bool:
-    """``func``, a function of the file's top level or of a project module, reads no data (``_computes_only``)
-    and every value it returns is computed from its parameters and values made up in it (``made_up_inputs``):
-    ``label_map(y, [0, 1], 0)``.  A function whose return comes from a call nothing resolves
+    """``func``, a function (no generator) of the file's top level or of a project module, reads no data
+    (``_computes_only``) and every value it returns is computed from its parameters and values made up in
+    it: ``label_map(y, [0, 1], 0)``.  A function whose return comes from a call nothing resolves
     (``sns.load_dataset("iris")``) may read data."""
+    return not func.is_generator() and _traced_results(func, found_one=False)
+
+
+def _traced_results(func: nodes.FunctionDef, found_one: bool) -> bool:
+    """What ``func`` hands back, traced by ``made_up_inputs`` (``found_one`` passed on) in a function of a
+    module's top level that reads no data; once per function and question."""
     if not isinstance(func.parent, nodes.Module):
         return False
-    key = id(func)
-    if key not in _FROM_ARGUMENTS:
-        _FROM_ARGUMENTS[key] = False  # a function returning its own call computes nothing known
+    key = (id(func), found_one)
+    if key not in _TRACED_RESULTS:
+        _TRACED_RESULTS[key] = False  # a function returning its own call is traced to nothing
         values = _produced(func)
-        _FROM_ARGUMENTS[key] = (
-            not func.is_generator() and all(v is not None for v in values) and _computes_only(func)
-            and all(made_up_inputs(v, entered=func, found_one=False) for v in values)
+        _TRACED_RESULTS[key] = (
+            (bool(values) or not found_one) and all(v is not None for v in values) and _computes_only(func)
+            and all(made_up_inputs(v, entered=func, found_one=found_one) for v in values)
         )
-    return _FROM_ARGUMENTS[key]
+    return _TRACED_RESULTS[key]
 
 
-_FROM_ARGUMENTS: "Dict[int, bool]" = memo.per_file()
+_TRACED_RESULTS: "Dict[Tuple[int, bool], bool]" = memo.per_file()
 
 
 def _parameter_of(node: nodes.NodeNG, func: nodes.FunctionDef) -> bool:
@@ -945,7 +938,8 @@ def _generated(name: nodes.Name) -> Optional[List[nodes.NodeNG]]:
     (``_made_up_loop``), or None."""
     for loop in loops.enclosing_loops(name):
         if not isinstance(loop, nodes.For) or not any(
-            isinstance(t, nodes.AssignName) and t.name == name.name for t in loop.target.nodes_of_class(nodes.AssignName)
+            isinstance(t, nodes.AssignName) and t.name == name.name
+            for t in loop.target.nodes_of_class(nodes.AssignName)
         ):
             continue
         sources = _loop_sources(loop)

@@ -43,7 +43,7 @@ from astroid.bases import BoundMethod, Instance, UnboundMethod
 from astroid.exceptions import AstroidError
 
 from ..semantic import dataflow, infer, loops, static_values
-from . import grad
+from . import grad, gradients
 from .torch_names import MODEL_WRAPPERS, MODULE_BASES, OPTIMIZER_BASES
 
 EVAL, TRAIN, FORWARD, BACKWARD, STEP = "eval", "train", "forward", "backward", "step"
@@ -672,17 +672,21 @@ def _input_tensors(params: Optional[nodes.NodeNG]) -> bool:
 
 
 def _made_from_tensors(value: nodes.NodeNG) -> bool:
-    """A call chain (``x.clone().requires_grad_(True)``, ``torch.randn(...)``, ``nn.Parameter(...)``) that
-    reads no attribute of a module and no module's parameters."""
+    """A call chain (``x.clone().requires_grad_(True)``, ``torch.randn(...)``, ``nn.Parameter(...)``) whose
+    every attribute is a method it calls or a name of torch, and which reads no module: no attribute read
+    off an object (``model.fc.weight``), no ``parameters()``."""
     if not isinstance(value, nodes.Call):
         return False
     for node in value.nodes_of_class((nodes.Name, nodes.Attribute)):
-        if isinstance(node, nodes.Attribute) and node.attrname in ("parameters", "named_parameters", "weight", "bias"):
-            return False
-        if infer.is_instance_of(node, MODULE_BASES) and not (
-            isinstance(node.parent, nodes.Call) and node.parent.func is node  # ``nn.Parameter(...)`` itself
+        called = isinstance(node.parent, nodes.Call) and node.parent.func is node
+        if isinstance(node, nodes.Attribute) and not called and not (infer.dotted_name(node) or "").startswith(
+            "torch."
         ):
+            return False  # ``model.fc.weight``, ``self.latent``: a value kept on an object
+        if isinstance(node, nodes.Attribute) and node.attrname in gradients.PARAMETER_METHODS:
             return False
+        if not called and infer.is_instance_of(node, MODULE_BASES):
+            return False  # a module handed in: ``nn.Parameter(model)`` makes no sense, ``x.type_as(net)``
     return True
 
 
@@ -698,7 +702,8 @@ def _held_optimizer(node: nodes.NodeNG) -> Optional[Set[str]]:
         return None
     bound = [
         target.parent.value for target in klass.nodes_of_class(nodes.AssignAttr)
-        if target.attrname == node.attrname and dataflow.is_self_attr(target) and isinstance(target.parent, nodes.Assign)
+        if target.attrname == node.attrname and dataflow.is_self_attr(target)
+        and isinstance(target.parent, nodes.Assign)
     ]
     if len(bound) != 1 or not isinstance(bound[0], nodes.Call) or _optimizer_owners(bound[0]) != {"self"}:
         return None  # not one optimizer over the holder's own ``self.parameters()``

@@ -336,7 +336,7 @@ def _few_kept_after_backward(
         return True
     if not isinstance(root, nodes.Name) or not defs:
         return False
-    if any(getattr(d, "node", None) is None or d.node.frame() is not frame for d in defs):
+    if any(d.node.frame() is not frame for d in defs):
         return False
     bindings = [d.node for d in defs if d.node is not store and not loops.inside(d.node, store)]  # not ``x = x + loss``
     kept = 1

@@ -512,12 +512,7 @@ def _built_in(receiver: nodes.NodeNG, within: Optional[nodes.NodeNG]) -> nodes.N
     value = values[0]
     if not loops.inside(value, within) and value.frame() is not within:
         return receiver
-    if dataflow.item_stores(receiver) != [] or any(
-        isinstance(call.func, nodes.Attribute) and call.func.attrname.endswith("_")
-        and isinstance(call.func.expr, nodes.Name) and call.func.expr.name == receiver.name
-        and call.lineno < receiver.lineno
-        for call in receiver.frame().nodes_of_class(nodes.Call)
-    ):
+    if invariance.mutated_in(within, receiver, before=receiver):  # type: ignore[arg-type]
         return receiver  # filled in place (``u[mask] = 1``, ``u.fill_(v)``) before it is sent
     return value
 

@@ -21,7 +21,7 @@ Ignore = Callable[[nodes.NodeNG], bool]
 
 
 def loop_nodes(loop: "loops.Loop") -> List[nodes.NodeNG]:
-    """Every node of the loop's target and body (its iterable and ``else`` excluded)."""
+    """Every node of the loop's target and body (its iterable and ``else`` excluded), or of a function's body."""
     found: List[nodes.NodeNG] = []
     parts: List[nodes.NodeNG] = list(loop.body)
     if isinstance(loop, nodes.For):
@@ -67,11 +67,14 @@ def rebound_in(loop: "loops.Loop", expr: nodes.NodeNG, ignore: Optional[Ignore] 
     return False
 
 
-def mutated_in(loop: "loops.Loop", expr: nodes.NodeNG) -> bool:
-    """The loop changes ``expr`` in place: an in-place method (``buf.copy_(x)``, trailing
-    underscore), an item store (``w[i] = 0``) or an augmented assignment (``w += 1``)."""
+def mutated_in(loop: "loops.Loop", expr: nodes.NodeNG, before: Optional[nodes.NodeNG] = None) -> bool:
+    """The loop (or a function's body) changes ``expr`` in place: an in-place method (``buf.copy_(x)``,
+    trailing underscore), an item store (``w[i] = 0``) or an augmented assignment (``w += 1``); with
+    ``before``, only on a line above it."""
     text = dataflow.binding_text(expr)
     for node in loop_nodes(loop):
+        if before is not None and (node.lineno is None or node.lineno >= before.lineno):
+            continue
         if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute):
             name = node.func.attrname
             if name.endswith("_") and not name.startswith("_") and dataflow.binding_text(node.func.expr) == text:
